@@ -1,0 +1,11 @@
+// The rosetta CLI's sub-commands. Each cmd_*.cpp defines one register_* function that adds its
+// sub-command to the app and sets its callback. Only apps/ logs or prints (spdlog / stdout).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace rosetta::cli {
+
+void register_prepare_corpus(CLI::App& app);
+
+}  // namespace rosetta::cli

@@ -1,0 +1,27 @@
+// rosetta: train a toy translator, read its logs, translate, evaluate, benchmark.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "rosetta/core/check.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};
+  app.set_version_flag("--version", std::string("rosetta ") + ROSETTA_VERSION);
+  app.require_subcommand(1);
+  rosetta::cli::register_prepare_corpus(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const rosetta::Error& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,138 @@
+// Layer normalisation over the last axis D, forward and backward side by side.
+// x is viewed as rows [N, D]; gamma, beta are [D].
+#include <cmath>
+#include <vector>
+
+#include <omp.h>
+
+#include "rosetta/core/ops.h"
+#include "strided.h"
+
+namespace rosetta {
+
+namespace {
+void check_ln(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+  ROSETTA_CHECK(x.dim() >= 1, "layer_norm: input needs at least one dimension");
+  const int64_t D = x.shape().back();
+  ROSETTA_CHECK(gamma.dim() == 1 && gamma.shape()[0] == D && beta.shape() == gamma.shape(),
+                "layer_norm: gamma ", gamma.shape(), " and beta ", beta.shape(),
+                " must be [", D, "] for input ", x.shape());
+}
+}  // namespace
+
+// y = (x - mean) * rstd * gamma + beta
+LayerNormResult layer_norm_forward(const Tensor& x_in, const Tensor& gamma_in,
+                                   const Tensor& beta_in, double eps) {
+  check_ln(x_in, gamma_in, beta_in);
+  const Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  const int64_t D = x.shape().back(), N = D == 0 ? 0 : x.numel() / D;
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    LayerNormResult r{Tensor::empty(x.shape(), x.dtype()), Tensor::empty({N}, x.dtype()),
+                      Tensor::empty({N}, x.dtype())};
+    const T *px = x.data<T>(), *pg = gamma.data<T>(), *pb = beta.data<T>();
+    T *py = r.y.data<T>(), *pm = r.mean.data<T>(), *pr = r.rstd.data<T>();
+    detail::parallel_rows(N, D * 3, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T* row = px + i * D;
+        double s = 0;
+        for (int64_t j = 0; j < D; ++j) s += row[j];
+        const double mean = s / double(D);
+        double v = 0;
+        for (int64_t j = 0; j < D; ++j) v += (row[j] - mean) * (row[j] - mean);
+        const T rstd = T(1.0 / std::sqrt(v / double(D) + eps)), m = T(mean);
+        pm[i] = m;
+        pr[i] = rstd;
+        T* out = py + i * D;
+#pragma omp simd
+        for (int64_t j = 0; j < D; ++j) out[j] = (row[j] - m) * rstd * pg[j] + pb[j];
+      }
+    });
+    return r;
+  });
+}
+
+// xhat = (x - mean) * rstd, g = dy * gamma
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dgamma += sum_rows(dy * xhat);
+// dbeta += sum_rows(dy)
+void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& mean_in,
+                         const Tensor& rstd_in, const Tensor& gamma_in, Tensor* dx,
+                         Tensor* dgamma, Tensor* dbeta) {
+  const Tensor x = x_in.contiguous(), dy = dy_in.contiguous(), mean = mean_in.contiguous(),
+               rstd = rstd_in.contiguous(), gamma = gamma_in.contiguous();
+  ROSETTA_CHECK(dy.shape() == x.shape(), "layer_norm_backward: dy ", dy.shape(), " vs x ",
+                x.shape());
+  const int64_t D = x.shape().back(), N = D == 0 ? 0 : x.numel() / D;
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (dx) *dx = Tensor::empty(x.shape(), x.dtype());
+    const T *px = x.data<T>(), *pd = dy.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>(),
+            *pg = gamma.data<T>();
+    T* pdx = dx ? dx->data<T>() : nullptr;
+    const bool want_params = dgamma || dbeta;
+    // Per-thread partial sums of dgamma, dbeta, added up at the end (no atomics).
+    const int nt = omp_get_max_threads();
+    std::vector<double> part(want_params ? size_t(nt) * 2 * D : 0, 0.0);
+    detail::parallel_rows(N, D * 4, [&](int64_t b, int64_t e) {
+      double* pp = want_params ? part.data() + size_t(omp_get_thread_num()) * 2 * D : nullptr;
+      for (int64_t i = b; i < e; ++i) {
+        const T *xr = px + i * D, *dr = pd + i * D;
+        const T m = pm[i], r = pr[i];
+        double a = 0, c = 0;  // mean(g), mean(g * xhat)
+        for (int64_t j = 0; j < D; ++j) {
+          const T xhat = (xr[j] - m) * r, g = dr[j] * pg[j];
+          a += g;
+          c += double(g) * xhat;
+          if (pp) {
+            pp[j] += double(dr[j]) * xhat;
+            pp[D + j] += dr[j];
+          }
+        }
+        if (pdx) {
+          const T am = T(a / double(D)), cm = T(c / double(D));
+          T* out = pdx + i * D;
+#pragma omp simd
+          for (int64_t j = 0; j < D; ++j)
+            out[j] = r * (dr[j] * pg[j] - am - (xr[j] - m) * r * cm);
+        }
+      }
+    });
+    if (want_params) {
+      for (int t = 1; t < nt; ++t)
+        for (int64_t j = 0; j < 2 * D; ++j) part[j] += part[size_t(t) * 2 * D + j];
+      if (dgamma) {
+        ROSETTA_CHECK(dgamma->shape() == gamma.shape() && dgamma->is_contiguous(),
+                      "layer_norm_backward: dgamma must be a contiguous ", gamma.shape());
+        T* p = dgamma->data<T>();
+        for (int64_t j = 0; j < D; ++j) p[j] += T(part[j]);
+        dgamma->bump_version();
+      }
+      if (dbeta) {
+        ROSETTA_CHECK(dbeta->shape() == gamma.shape() && dbeta->is_contiguous(),
+                      "layer_norm_backward: dbeta must be a contiguous ", gamma.shape());
+        T* p = dbeta->data<T>();
+        for (int64_t j = 0; j < D; ++j) p[j] += T(part[D + j]);
+        dbeta->bump_version();
+      }
+    }
+  });
+}
+
+namespace ref {
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps) {
+  const Tensor xd = x.to(DType::f64).contiguous();
+  const int64_t D = xd.shape().back(), N = xd.numel() / std::max<int64_t>(D, 1);
+  std::vector<double> out(xd.numel());
+  const double* p = xd.data<double>();
+  for (int64_t i = 0; i < N; ++i) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j) mean += p[i * D + j] / double(D);
+    for (int64_t j = 0; j < D; ++j) var += (p[i * D + j] - mean) * (p[i * D + j] - mean) / double(D);
+    for (int64_t j = 0; j < D; ++j)
+      out[i * D + j] = (p[i * D + j] - mean) / std::sqrt(var + eps) * gamma.at({j}) + beta.at({j});
+  }
+  return Tensor::from_vector(out, xd.shape()).to(x.dtype());
+}
+}  // namespace ref
+
+}  // namespace rosetta

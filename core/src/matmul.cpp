@@ -1,0 +1,178 @@
+// Matrix products on OpenBLAS. A view whose last two axes are row-major or column-major goes
+// to BLAS as it is (a transposed view becomes CblasTrans with its own leading dimension); only
+// other layouts are copied. Batched products loop over the broadcast batch: small matrices run
+// one GEMM per OpenMP thread (OpenBLAS runs single-threaded inside a parallel region), large
+// ones one after another with BLAS's own threads.
+#include <cblas.h>
+
+#include "rosetta/core/ops.h"
+#include "strided.h"
+
+namespace rosetta {
+
+namespace {
+
+// How BLAS sees the last two axes of a view: rows x cols with a leading dimension.
+struct MatLayout {
+  bool ok = false;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 0;
+};
+
+MatLayout layout_of(const Tensor& t) {
+  const int64_t rows = t.shape().back(-2), cols = t.shape().back(-1);
+  const int64_t rs = t.strides().back(-2), cs = t.strides().back(-1);
+  MatLayout m;
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) {
+    m = {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+  } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) {
+    m = {true, CblasTrans, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+  }
+  return m;
+}
+
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
+          const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
+          int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
+}
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
+          const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+          int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Below this many multiply-adds per GEMM, batches run one GEMM per thread.
+constexpr int64_t kSmallGemm = 128 * 128 * 128;
+
+Shape batch_shape(const Tensor& t) {
+  Shape s = t.shape();
+  s.resize(s.size() - 2);
+  return s;
+}
+
+}  // namespace
+
+void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
+  ROSETTA_CHECK(a_in.dim() >= 2 && b_in.dim() >= 2, "matmul: operands must have at least 2 ",
+                "dimensions, got ", a_in.shape(), " and ", b_in.shape());
+  ROSETTA_CHECK(a_in.dtype() == b_in.dtype() && out.dtype() == a_in.dtype(),
+                "matmul: dtypes differ (", dtype_name(a_in.dtype()), ", ",
+                dtype_name(b_in.dtype()), ")");
+  const int64_t M = a_in.shape().back(-2), K = a_in.shape().back(-1), N = b_in.shape().back(-1);
+  ROSETTA_CHECK(b_in.shape().back(-2) == K, "matmul: shapes ", a_in.shape(), " and ",
+                b_in.shape(), " do not match (", K, " != ", b_in.shape().back(-2), ")");
+  const Shape batch = broadcast_shapes(batch_shape(a_in), batch_shape(b_in));
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  ROSETTA_CHECK(out.shape() == out_shape && out.is_contiguous(), "matmul_into: output ",
+                out.shape(), " must be a contiguous ", out_shape);
+  if (out.numel() == 0) return;
+
+  Tensor a = a_in, b = b_in;
+  // A batched `a` times a plain matrix `b` is one tall GEMM when a's rows are evenly spaced.
+  if (b.dim() == 2 && a.dim() > 2 && a.strides().back(-1) == 1) {
+    try {
+      a = a.view({-1, K});
+    } catch (const Error&) {
+    }
+  }
+  if (!layout_of(a).ok) a = a.contiguous();
+  if (!layout_of(b).ok) b = b.contiguous();
+  const MatLayout la = layout_of(a), lb = layout_of(b);
+
+  dispatch_float(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pc = out.data<T>();
+    if (a.dim() == 2 && b.dim() == 2) {  // single GEMM (possibly folded batch)
+      gemm(la.trans, lb.trans, a.shape()[0], N, K, alpha, a.data<T>(), la.ld, b.data<T>(), lb.ld,
+           beta, pc, N);
+      return;
+    }
+    const Shape bsa = a.dim() > 2 ? batch_shape(a) : Shape{}, bsb = batch_shape(b);
+    // Batch strides of a and b broadcast to the output batch (0 where broadcast).
+    Shape sa, sb;
+    {
+      Shape ea = a.strides(), eb = b.strides();
+      ea.resize(ea.size() - 2);
+      eb.resize(eb.size() - 2);
+      sa.resize(batch.size(), 0);
+      sb.resize(batch.size(), 0);
+      for (int d = 0; d < batch.size(); ++d) {
+        const int da = d - (batch.size() - bsa.size()), db = d - (batch.size() - bsb.size());
+        if (da >= 0 && bsa[da] != 1) sa[d] = ea[da];
+        if (db >= 0 && bsb[db] != 1) sb[d] = eb[db];
+      }
+    }
+    const int64_t nb = batch.numel();
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    auto one = [&](int64_t i) {
+      int64_t rem = i, oa = 0, ob = 0;
+      for (int d = batch.size() - 1; d >= 0; --d) {
+        const int64_t k = rem % batch[d];
+        rem /= batch[d];
+        oa += k * sa[d];
+        ob += k * sb[d];
+      }
+      gemm(la.trans, lb.trans, M, N, K, alpha, pa + oa, la.ld, pb + ob, lb.ld, beta,
+           pc + i * M * N, N);
+    };
+    if (M * N * K < kSmallGemm && nb > 1) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < nb; ++i) one(i);
+    } else {
+      for (int64_t i = 0; i < nb; ++i) one(i);
+    }
+  });
+  out.bump_version();
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  ROSETTA_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands must have at least 2 ",
+                "dimensions, got ", a.shape(), " and ", b.shape());
+  ROSETTA_CHECK(b.shape().back(-2) == a.shape().back(-1), "matmul: shapes ", a.shape(), " and ",
+                b.shape(), " do not match");
+  Shape out_shape = broadcast_shapes(batch_shape(a), batch_shape(b));
+  out_shape.push_back(a.shape().back(-2));
+  out_shape.push_back(b.shape().back(-1));
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+  matmul_into(out, a, b, 1.0, 0.0);
+  return out;
+}
+
+namespace ref {
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const int64_t M = a.shape().back(-2), K = a.shape().back(-1), N = b.shape().back(-1);
+  const Shape batch = broadcast_shapes(batch_shape(a), batch_shape(b));
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor out = Tensor::zeros(out_shape, DType::f64);
+  double* po = out.data<double>();
+  int64_t flat = 0;
+  detail::for_each_index(batch, [&](const std::vector<int64_t>& bi) {
+    std::vector<int64_t> ia = detail::bcast_index(bi, batch_shape(a));
+    std::vector<int64_t> ib = detail::bcast_index(bi, batch_shape(b));
+    ia.resize(ia.size() + 2);
+    ib.resize(ib.size() + 2);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          ia[ia.size() - 2] = i;
+          ia[ia.size() - 1] = k;
+          ib[ib.size() - 2] = k;
+          ib[ib.size() - 1] = j;
+          s += a.at(ia) * b.at(ib);
+        }
+        po[flat++] = s;
+      }
+  });
+  return out.to(a.dtype());
+}
+
+}  // namespace ref
+
+}  // namespace rosetta

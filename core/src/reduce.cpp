@@ -1,0 +1,223 @@
+// Reductions along one axis: the input is viewed as [outer, n, inner] and reduced over n.
+// Sums accumulate in double. inner == 1 (last axis) reduces contiguous rows; otherwise blocks of
+// 64 inner columns are reduced together so the loads stay contiguous.
+#include <cmath>
+#include <limits>
+
+#include "rosetta/core/ops.h"
+#include "strided.h"
+
+namespace rosetta {
+
+namespace {
+
+struct Split {
+  int64_t outer = 1, n = 1, inner = 1;
+  Shape out_keepdim;
+};
+
+Split split_at(const Shape& shape, int axis) {
+  Split s;
+  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
+  s.n = shape[axis];
+  for (int d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  s.out_keepdim = shape;
+  s.out_keepdim[axis] = 1;
+  return s;
+}
+
+Tensor finish(Tensor out, int axis, bool keepdim) { return keepdim ? out : out.squeeze(axis); }
+
+constexpr int64_t kBlock = 64;
+
+// Generic reduction driver: for every (outer, inner) output, folds the n inputs with `step`
+// starting from `init`, then writes `fin(acc, arg)` to the output.
+template <class T, class Acc, class Out, class Step, class Fin>
+void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin fin) {
+  if (s.inner == 1) {
+    detail::parallel_rows(s.outer, s.n, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + o * s.n;
+        Acc acc = init;
+        int64_t arg = 0;
+        for (int64_t j = 0; j < s.n; ++j) step(acc, arg, row[j], j);
+        out[o] = fin(acc, arg);
+      }
+    });
+    return;
+  }
+  const int64_t nblocks = (s.inner + kBlock - 1) / kBlock;
+  detail::parallel_rows(s.outer * nblocks, s.n * kBlock, [&](int64_t b, int64_t e) {
+    Acc acc[kBlock];
+    int64_t arg[kBlock];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / nblocks, i0 = (t % nblocks) * kBlock;
+      const int64_t w = std::min(kBlock, s.inner - i0);
+      for (int64_t k = 0; k < w; ++k) {
+        acc[k] = init;
+        arg[k] = 0;
+      }
+      const T* base = x + o * s.n * s.inner + i0;
+      for (int64_t j = 0; j < s.n; ++j) {
+        const T* row = base + j * s.inner;
+        for (int64_t k = 0; k < w; ++k) step(acc[k], arg[k], row[k], j);
+      }
+      for (int64_t k = 0; k < w; ++k) out[o * s.inner + i0 + k] = fin(acc[k], arg[k]);
+    }
+  });
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x_in, int axis, bool keepdim) {
+  axis = normalize_axis(axis, x_in.dim());
+  const Tensor x = x_in.contiguous();
+  const Split s = split_at(x.shape(), axis);
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::empty(s.out_keepdim, x.dtype());
+    reduce_axis<T, double>(
+        x.data<T>(), out.data<T>(), s, 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; },
+        [](double a, int64_t) { return T(a); });
+    return finish(out, axis, keepdim);
+  });
+}
+
+Tensor sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim) {
+  std::vector<int> axes;
+  for (int a : axes_in) axes.push_back(normalize_axis(a, x.dim()));
+  std::sort(axes.begin(), axes.end());
+  Tensor out = x;
+  for (int a : axes) out = sum(out, a, true);
+  if (!keepdim)
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) out = out.squeeze(*it);
+  return out.defined() && out.same_storage(x) ? out.clone() : out;
+}
+
+Tensor sum_all(const Tensor& x) {
+  if (x.dim() == 0) return x.clone();
+  return sum(x.reshape({x.numel()}), 0, false);
+}
+
+Tensor mean(const Tensor& x, int axis, bool keepdim) {
+  const int64_t n = x.size(axis);
+  return affine(sum(x, axis, keepdim), 1.0 / double(n), 0.0);
+}
+
+Tensor mean_all(const Tensor& x) {
+  return affine(sum_all(x), 1.0 / double(std::max<int64_t>(x.numel(), 1)), 0.0);
+}
+
+Tensor max(const Tensor& x_in, int axis, bool keepdim) {
+  axis = normalize_axis(axis, x_in.dim());
+  ROSETTA_CHECK(x_in.size(axis) > 0, "max: empty axis ", axis, " of shape ", x_in.shape());
+  const Tensor x = x_in.contiguous();
+  const Split s = split_at(x.shape(), axis);
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::empty(s.out_keepdim, x.dtype());
+    reduce_axis<T, T>(
+        x.data<T>(), out.data<T>(), s, -std::numeric_limits<T>::infinity(),
+        [](T& a, int64_t&, T v, int64_t) { a = v > a ? v : a; }, [](T a, int64_t) { return a; });
+    return finish(out, axis, keepdim);
+  });
+}
+
+Tensor argmax(const Tensor& x_in, int axis, bool keepdim) {
+  axis = normalize_axis(axis, x_in.dim());
+  ROSETTA_CHECK(x_in.size(axis) > 0, "argmax: empty axis ", axis, " of shape ", x_in.shape());
+  const Tensor x = x_in.contiguous();
+  const Split s = split_at(x.shape(), axis);
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::empty(s.out_keepdim, DType::i32);
+    // First index of the maximum; a NaN never wins.
+    reduce_axis<T, T>(
+        x.data<T>(), out.data<int32_t>(), s, -std::numeric_limits<T>::infinity(),
+        [](T& a, int64_t& arg, T v, int64_t j) {
+          if (v > a || (j == 0 && !(v < a))) {
+            a = v;
+            arg = j;
+          }
+        },
+        [](T, int64_t arg) { return int32_t(arg); });
+    return finish(out, axis, keepdim);
+  });
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  ROSETTA_CHECK(x.dim() >= shape.size(), "sum_to: cannot reduce ", x.shape(), " to ", shape);
+  const int lead = x.dim() - shape.size();
+  std::vector<int> axes;
+  for (int d = 0; d < x.dim(); ++d) {
+    if (d < lead) axes.push_back(d);
+    else if (shape[d - lead] == 1 && x.shape()[d] != 1) axes.push_back(d);
+    else
+      ROSETTA_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce ", x.shape(), " to ",
+                    shape);
+  }
+  return sum(x, axes, true).reshape(shape);
+}
+
+// ------------------------------------------------------------------ naive references
+
+namespace ref {
+
+namespace {
+// Calls f(out_index, values along axis) for every output position.
+template <class F>
+void along_axis(const Tensor& x, int axis, F&& f) {
+  Shape out_shape = x.shape();
+  out_shape[axis] = 1;
+  detail::for_each_index(out_shape, [&](const std::vector<int64_t>& idx) {
+    std::vector<double> vals;
+    std::vector<int64_t> j = idx;
+    for (int64_t k = 0; k < x.shape()[axis]; ++k) {
+      j[axis] = k;
+      vals.push_back(x.at(j));
+    }
+    f(vals);
+  });
+}
+
+template <class F>
+Tensor reduce_ref(const Tensor& x, int axis, bool keepdim, DType dt, F&& f) {
+  axis = normalize_axis(axis, x.dim());
+  Shape out_shape = x.shape();
+  out_shape[axis] = 1;
+  std::vector<double> out;
+  along_axis(x, axis, [&](const std::vector<double>& v) { out.push_back(f(v)); });
+  Tensor t = Tensor::from_vector(out, out_shape).to(dt);
+  return keepdim ? t : t.squeeze(axis);
+}
+}  // namespace
+
+Tensor sum(const Tensor& x, int axis, bool keepdim) {
+  return reduce_ref(x, axis, keepdim, x.dtype(), [](const std::vector<double>& v) {
+    double s = 0;
+    for (double e : v) s += e;
+    return s;
+  });
+}
+
+Tensor max(const Tensor& x, int axis, bool keepdim) {
+  return reduce_ref(x, axis, keepdim, x.dtype(), [](const std::vector<double>& v) {
+    double m = -INFINITY;
+    for (double e : v) m = std::max(m, e);
+    return m;
+  });
+}
+
+Tensor argmax(const Tensor& x, int axis, bool keepdim) {
+  return reduce_ref(x, axis, keepdim, DType::i32, [](const std::vector<double>& v) {
+    size_t best = 0;
+    for (size_t k = 1; k < v.size(); ++k)
+      if (v[k] > v[best]) best = k;
+    return double(best);
+  });
+}
+
+}  // namespace ref
+
+}  // namespace rosetta

@@ -1,0 +1,258 @@
+// Softmax, log-softmax and the fused label-smoothed cross-entropy, all over the last axis of a
+// tensor viewed as rows [N, V]. Rows run in parallel; each row is three passes (max, sum of
+// exponentials, write). A row that is entirely -inf (fully masked) gives zeros, never NaN.
+#include <cmath>
+#include <limits>
+
+#include "rosetta/core/ops.h"
+#include "strided.h"
+
+namespace rosetta {
+
+namespace {
+
+template <class T>
+T row_max(const T* x, int64_t n) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+}
+
+// log(sum(exp(x - m))) + m, or -inf for a row that is all -inf.
+template <class T>
+double row_logsumexp(const T* x, int64_t n) {
+  const T m = row_max(x, n);
+  if (m == -std::numeric_limits<T>::infinity()) return -INFINITY;
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += std::exp(double(x[j] - m));
+  return double(m) + std::log(s);
+}
+
+// Applies row(x_row, out_row, V) to every row of a [.., V] tensor into a new tensor.
+template <class RowFn>
+Tensor map_rows(const Tensor& x_in, RowFn&& row) {
+  ROSETTA_CHECK(x_in.dim() >= 1, "softmax: needs at least one dimension");
+  const Tensor x = x_in.contiguous();
+  const int64_t V = x.shape().back(), N = V == 0 ? 0 : x.numel() / V;
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) row(px + i * V, po + i * V, V);
+    });
+    return out;
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) {
+  return map_rows(x, [](const auto* in, auto* out, int64_t V) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    const T m = row_max(in, V);
+    if (m == -std::numeric_limits<T>::infinity()) {
+      for (int64_t j = 0; j < V; ++j) out[j] = T(0);
+      return;
+    }
+    T s = 0;
+    for (int64_t j = 0; j < V; ++j) s += (out[j] = std::exp(in[j] - m));
+    const T inv = T(1) / s;
+    for (int64_t j = 0; j < V; ++j) out[j] *= inv;
+  });
+}
+
+Tensor log_softmax(const Tensor& x) {
+  return map_rows(x, [](const auto* in, auto* out, int64_t V) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+    const double lse = row_logsumexp(in, V);
+    if (std::isinf(lse) && lse < 0) {
+      for (int64_t j = 0; j < V; ++j) out[j] = T(0);
+      return;
+    }
+    for (int64_t j = 0; j < V; ++j) out[j] = T(in[j] - lse);
+  });
+}
+
+namespace {
+// dx = y * (dy - dot) with dot = sum(dy * y)       (softmax)
+// dx = dy - exp(y) * sum(dy)                       (log-softmax)
+template <bool Log>
+Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in) {
+  ROSETTA_CHECK(y_in.shape() == dy_in.shape(), "softmax_backward: shapes ", y_in.shape(), " and ",
+                dy_in.shape(), " differ");
+  const Tensor y = y_in.contiguous(), dy = dy_in.contiguous();
+  const int64_t V = y.shape().back(), N = V == 0 ? 0 : y.numel() / V;
+  return dispatch_float(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor dx = Tensor::empty(y.shape(), y.dtype());
+    const T *py = y.data<T>(), *pd = dy.data<T>();
+    T* px = dx.data<T>();
+    detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T *yr = py + i * V, *dr = pd + i * V;
+        T* xr = px + i * V;
+        double acc = 0;
+        if constexpr (Log) {
+          for (int64_t j = 0; j < V; ++j) acc += dr[j];
+          for (int64_t j = 0; j < V; ++j) xr[j] = dr[j] - std::exp(yr[j]) * T(acc);
+        } else {
+          for (int64_t j = 0; j < V; ++j) acc += double(dr[j]) * yr[j];
+          for (int64_t j = 0; j < V; ++j) xr[j] = yr[j] * (dr[j] - T(acc));
+        }
+      }
+    });
+    return dx;
+  });
+}
+}  // namespace
+
+Tensor softmax_backward(const Tensor& y, const Tensor& dy) {
+  return softmax_backward_impl<false>(y, dy);
+}
+Tensor log_softmax_backward(const Tensor& y, const Tensor& dy) {
+  return softmax_backward_impl<true>(y, dy);
+}
+
+// ------------------------------------------------------------------ fused cross-entropy
+
+namespace {
+void check_ce_args(const Tensor& logits, const Tensor& targets, double smoothing) {
+  ROSETTA_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, V], got ", logits.shape());
+  ROSETTA_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1 &&
+                    targets.shape()[0] == logits.shape()[0],
+                "cross_entropy: targets must be I32 [", logits.shape()[0], "], got ",
+                dtype_name(targets.dtype()), " ", targets.shape());
+  ROSETTA_CHECK(smoothing >= 0.0 && smoothing < 1.0, "cross_entropy: label smoothing ", smoothing,
+                " outside [0, 1)");
+}
+}  // namespace
+
+CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& targets_in,
+                                         double smoothing, int32_t ignore_index) {
+  check_ce_args(logits_in, targets_in, smoothing);
+  const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous();
+  const int64_t N = logits.shape()[0], V = logits.shape()[1];
+  const int32_t* pt = targets.data<int32_t>();
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (pt[i] == ignore_index) continue;
+    ROSETTA_CHECK(pt[i] >= 0 && pt[i] < V, "cross_entropy: target ", pt[i], " at row ", i,
+                  " outside [0, ", V, ")");
+    ++count;
+  }
+  return dispatch_float(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor lse = Tensor::empty({N}, logits.dtype());
+    const T* px = logits.data<T>();
+    T* pl = lse.data<T>();
+    double total = 0;
+    // Rows are independent; the loss is reduced in double per thread.
+#pragma omp parallel for reduction(+ : total) schedule(static) if (N * V >= detail::kParallelGrain)
+    for (int64_t i = 0; i < N; ++i) {
+      const T* row = px + i * V;
+      if (pt[i] == ignore_index) {
+        pl[i] = T(0);
+        continue;
+      }
+      const double l = row_logsumexp(row, V);
+      pl[i] = T(l);
+      const double nll = l - row[pt[i]];
+      double smooth = 0;
+      if (smoothing > 0) {
+        double s = 0;
+        for (int64_t j = 0; j < V; ++j) s += row[j];
+        smooth = l - s / double(V);
+      }
+      total += (1.0 - smoothing) * nll + smoothing * smooth;
+    }
+    const double loss = count > 0 ? total / double(count) : 0.0;
+    return CrossEntropyResult{Tensor::scalar(loss, logits.dtype()), lse, count};
+  });
+}
+
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, const Tensor& lse_in,
+                              double smoothing, int32_t ignore_index, int64_t count, double g) {
+  check_ce_args(logits_in, targets_in, smoothing);
+  const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous(),
+               lse = lse_in.contiguous();
+  const int64_t N = logits.shape()[0], V = logits.shape()[1];
+  return dispatch_float(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
+    const T *px = logits.data<T>(), *pl = lse.data<T>();
+    const int32_t* pt = targets.data<int32_t>();
+    T* pd = dx.data<T>();
+    const T scale = count > 0 ? T(g / double(count)) : T(0);
+    const T uniform = T(smoothing / double(V)), hit = T(1.0 - smoothing);
+    detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T* d = pd + i * V;
+        if (pt[i] == ignore_index) {
+          std::fill(d, d + V, T(0));
+          continue;
+        }
+        const T* row = px + i * V;
+        const T l = pl[i];
+        for (int64_t j = 0; j < V; ++j) d[j] = scale * (std::exp(row[j] - l) - uniform);
+        d[pt[i]] -= scale * hit;
+      }
+    });
+    return dx;
+  });
+}
+
+// ------------------------------------------------------------------ naive references
+
+namespace ref {
+
+Tensor softmax(const Tensor& x) {
+  const Tensor xd = x.to(DType::f64).contiguous();
+  const int64_t V = xd.shape().back(), N = xd.numel() / std::max<int64_t>(V, 1);
+  std::vector<double> out(xd.numel());
+  const double* p = xd.data<double>();
+  for (int64_t i = 0; i < N; ++i) {
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < V; ++j) m = std::max(m, p[i * V + j]);
+    for (int64_t j = 0; j < V; ++j) s += m == -INFINITY ? 0 : std::exp(p[i * V + j] - m);
+    for (int64_t j = 0; j < V; ++j)
+      out[i * V + j] = m == -INFINITY ? 0 : std::exp(p[i * V + j] - m) / s;
+  }
+  return Tensor::from_vector(out, xd.shape()).to(x.dtype());
+}
+
+Tensor log_softmax(const Tensor& x) {
+  const Tensor sm = ref::softmax(x.to(DType::f64));
+  const Tensor xd = x.to(DType::f64).contiguous();
+  const int64_t V = xd.shape().back(), N = xd.numel() / std::max<int64_t>(V, 1);
+  std::vector<double> out(xd.numel());
+  const double *p = xd.data<double>(), *s = sm.data<double>();
+  for (int64_t i = 0; i < N; ++i) {
+    bool masked = true;
+    for (int64_t j = 0; j < V; ++j) masked = masked && p[i * V + j] == -INFINITY;
+    for (int64_t j = 0; j < V; ++j) out[i * V + j] = masked ? 0 : std::log(s[i * V + j]);
+  }
+  return Tensor::from_vector(out, xd.shape()).to(x.dtype());
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double smoothing,
+                     int32_t ignore_index) {
+  const Tensor lp = ref::log_softmax(logits.to(DType::f64));
+  const int64_t N = logits.shape()[0], V = logits.shape()[1];
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    const int32_t t = int32_t(targets.at({i}));
+    if (t == ignore_index) continue;
+    double mean_lp = 0;
+    for (int64_t j = 0; j < V; ++j) mean_lp += lp.at({i, j}) / double(V);
+    total += -(1 - smoothing) * lp.at({i, t}) - smoothing * mean_lp;
+    ++count;
+  }
+  return Tensor::scalar(count ? total / double(count) : 0.0, logits.dtype());
+}
+
+}  // namespace ref
+
+}  // namespace rosetta

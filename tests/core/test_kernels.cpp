@@ -1,0 +1,362 @@
+// Every fast kernel against its naive reference (rosetta::ref), on random shapes, contiguous
+// and non-contiguous inputs, and every broadcasting pattern.
+#include <cmath>
+#include <limits>
+
+#include "support.h"
+
+using namespace rosetta;
+using rosetta::test::AllClose;
+using rosetta::test::non_contiguous;
+using rosetta::test::transposed_layout;
+
+namespace {
+
+// Random shapes of 1-4 dims with sizes 1..7, plus one large shape to cross the OpenMP grain.
+std::vector<Shape> random_shapes(Generator& g, int n) {
+  std::vector<Shape> out;
+  for (int i = 0; i < n; ++i) {
+    Shape s;
+    const int nd = 1 + int(g.next_below(4));
+    for (int d = 0; d < nd; ++d) s.push_back(1 + int64_t(g.next_below(7)));
+    out.push_back(s);
+  }
+  out.push_back(Shape{70, 600});
+  return out;
+}
+
+// Input variants: contiguous, strided slice, and (for >= 2-D) a transposed layout.
+std::vector<Tensor> layouts(const Tensor& t) {
+  std::vector<Tensor> v{t, non_contiguous(t)};
+  if (t.dim() >= 2) v.push_back(transposed_layout(t));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("unary kernels match the reference", "[core]") {
+  Generator g(11);
+  const std::vector<UnaryOp> ops{UnaryOp::neg,     UnaryOp::exp,  UnaryOp::log,
+                                 UnaryOp::sqrt,    UnaryOp::tanh, UnaryOp::sigmoid,
+                                 UnaryOp::relu,    UnaryOp::gelu, UnaryOp::abs,
+                                 UnaryOp::square,  UnaryOp::reciprocal};
+  for (const Shape& s : random_shapes(g, 6)) {
+    const Tensor x = g.uniform(s, 0.1, 2.0);  // positive, so log/sqrt/reciprocal are defined
+    const Tensor xs = g.normal(s);
+    for (UnaryOp op : ops) {
+      const bool pos = op == UnaryOp::log || op == UnaryOp::sqrt || op == UnaryOp::reciprocal;
+      for (const Tensor& in : layouts(pos ? x : xs)) {
+        INFO("op " << int(op) << " shape " << s);
+        REQUIRE_THAT(unary(op, in), AllClose(ref::unary(op, in), 1e-5, 1e-6));
+        const Tensor d = in.to(DType::f64);
+        REQUIRE_THAT(unary(op, d), AllClose(ref::unary(op, d), 1e-12, 1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("binary kernels broadcast like NumPy", "[core]") {
+  Generator g(12);
+  // (a, b) shape pairs covering each broadcasting pattern.
+  const std::vector<std::pair<Shape, Shape>> pairs{
+      {{3, 4}, {3, 4}},        // same shape
+      {{3, 4}, {4}},           // trailing vector (bias)
+      {{3, 4}, {3, 1}},        // column
+      {{3, 1}, {1, 4}},        // outer product
+      {{2, 3, 4}, {3, 1}},     // missing leading dim + size-1
+      {{1, 3, 1}, {2, 1, 4}},  // both sides broadcast
+      {{5}, {}},               // scalar
+      {{}, {2, 2}},            // scalar on the left
+      {{2, 1, 3, 1}, {4, 1, 5}},
+      {{300, 200}, {200}},     // large, crosses the parallel grain
+      {{300, 200}, {300, 200}},
+  };
+  const std::vector<BinaryOp> ops{BinaryOp::add, BinaryOp::sub,     BinaryOp::mul, BinaryOp::div,
+                                  BinaryOp::pow, BinaryOp::maximum, BinaryOp::minimum};
+  for (const auto& [sa, sb] : pairs) {
+    const Tensor a = g.uniform(sa, 0.5, 2.0), b = g.uniform(sb, 0.5, 2.0);
+    for (BinaryOp op : ops) {
+      const std::vector<Tensor> la = a.dim() > 0 ? layouts(a) : std::vector<Tensor>{a};
+      for (const Tensor& x : la) {
+        INFO("op " << int(op) << " shapes " << sa << " " << sb);
+        REQUIRE_THAT(binary(op, x, b), AllClose(ref::binary(op, x, b), 1e-5, 1e-6));
+        REQUIRE_THAT(binary(op, b, x), AllClose(ref::binary(op, b, x), 1e-5, 1e-6));
+      }
+    }
+  }
+  REQUIRE_THROWS_AS(add(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)), Error);
+}
+
+TEST_CASE("scalar and in-place elementwise ops", "[core]") {
+  Generator g(13);
+  const Tensor x = g.normal({5, 7});
+  REQUIRE_THAT(affine(x, 2.0, -1.0),
+               AllClose(ref::binary(BinaryOp::add, ref::binary(BinaryOp::mul, x, Tensor::scalar(2)),
+                                    Tensor::scalar(-1))));
+  const Tensor p = g.uniform({5, 7}, 0.5, 2);
+  REQUIRE_THAT(pow_scalar(p, 1.5), AllClose(ref::binary(BinaryOp::pow, p, Tensor::scalar(1.5))));
+  REQUIRE_THAT(pow_scalar(non_contiguous(p), 2.0), AllClose(ref::unary(UnaryOp::square, p)));
+
+  Tensor acc = x.clone();
+  const Tensor row = g.normal({7});
+  add_(acc, row, 0.5);
+  REQUIRE_THAT(acc, AllClose(ref::binary(BinaryOp::add, x,
+                                         ref::binary(BinaryOp::mul, row, Tensor::scalar(0.5)))));
+  Tensor nc = non_contiguous(x);
+  add_(nc, x);
+  REQUIRE_THAT(nc, AllClose(affine(x, 2, 0)));
+  scale_(nc, 0.25);
+  REQUIRE_THAT(nc, AllClose(affine(x, 0.5, 0)));
+}
+
+TEST_CASE("where, masked_fill and cat", "[core]") {
+  const Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor b = Tensor::full({3}, -1.0);
+  const Tensor cond = Tensor::from_vector(std::vector<int32_t>{1, 0, 1}, {1, 3});
+  REQUIRE(where(cond, a, b).to_vector<float>() == std::vector<float>{1, -1, 3, 4, -1, 6});
+  const Tensor mask = Tensor::from_vector(std::vector<int32_t>{0, 1}, {2, 1});
+  const Tensor mf = masked_fill(a, mask, -INFINITY);
+  REQUIRE(mf.at({0, 2}) == 3);
+  REQUIRE(std::isinf(mf.at({1, 0})));
+  REQUIRE_THROWS_AS(masked_fill(a, Tensor::zeros({2, 1}), 0), Error);
+
+  const Tensor c = cat({a, a.narrow(1, 0, 1), non_contiguous(a)}, 1);
+  REQUIRE(c.shape() == Shape{2, 7});
+  REQUIRE(c.to_vector<float>() ==
+          std::vector<float>{1, 2, 3, 1, 1, 2, 3, 4, 5, 6, 4, 4, 5, 6});
+  REQUIRE(cat({a, a}, 0).shape() == Shape{4, 3});
+  REQUIRE_THROWS_WITH(cat({a, Tensor::zeros({3, 3})}, 1), Catch::Contains("[2, 3]"));
+}
+
+TEST_CASE("reductions match the reference", "[core]") {
+  Generator g(14);
+  for (const Shape& s : random_shapes(g, 8)) {
+    const Tensor x = g.normal(s);
+    for (const Tensor& in : layouts(x)) {
+      for (int axis = 0; axis < s.size(); ++axis) {
+        for (bool keep : {false, true}) {
+          INFO("shape " << s << " axis " << axis << " keepdim " << keep);
+          REQUIRE_THAT(sum(in, axis, keep), AllClose(ref::sum(in, axis, keep), 1e-5, 1e-5));
+          REQUIRE_THAT(max(in, axis, keep), AllClose(ref::max(in, axis, keep)));
+          REQUIRE(argmax(in, axis, keep).to_vector<int32_t>() ==
+                  ref::argmax(in, axis, keep).to_vector<int32_t>());
+          REQUIRE_THAT(mean(in, axis, keep),
+                       AllClose(affine(ref::sum(in, axis, keep), 1.0 / double(s[axis]), 0), 1e-5,
+                                1e-6));
+        }
+      }
+    }
+  }
+  const Tensor x = Tensor::from_vector(std::vector<float>{1, 5, 5, -2}, {2, 2});
+  REQUIRE(sum_all(x).item() == 9);
+  REQUIRE(mean_all(x).item() == 2.25);
+  REQUIRE(argmax(x, 1).to_vector<int32_t>() == std::vector<int32_t>{1, 0});  // first maximum
+  REQUIRE(sum(x, {0, 1}).item() == 9);
+  REQUIRE(sum(x, {0}, true).shape() == Shape{1, 2});
+}
+
+TEST_CASE("sum_to reverses broadcasting", "[core]") {
+  Generator g(15);
+  const Tensor x = g.normal({2, 3, 4});
+  REQUIRE_THAT(sum_to(x, {4}), AllClose(ref::sum(ref::sum(x, 0, false), 0, false)));
+  REQUIRE_THAT(sum_to(x, {3, 1}), AllClose(ref::sum(ref::sum(x, 0, false), 1, true)));
+  REQUIRE_THAT(sum_to(x, {1, 3, 4}), AllClose(ref::sum(x, 0, true)));
+  REQUIRE_THAT(sum_to(x, {}), AllClose(Tensor::scalar(sum_all(x).item()), 1e-5, 1e-5));
+  REQUIRE_THROWS_AS(sum_to(x, {5}), Error);
+}
+
+TEST_CASE("matmul matches the reference for every layout", "[core]") {
+  Generator g(16);
+  struct Case {
+    Shape a, b;
+  };
+  const std::vector<Case> cases{
+      {{3, 4}, {4, 5}},
+      {{1, 4}, {4, 1}},
+      {{5, 1}, {1, 3}},
+      {{2, 3, 4}, {4, 5}},        // batched @ matrix: folds into one GEMM
+      {{2, 3, 4}, {2, 4, 5}},     // batched
+      {{2, 1, 3, 4}, {3, 4, 2}},  // broadcast batch
+      {{3, 4}, {2, 4, 6}},        // matrix @ batched
+      {{4, 2, 3, 5}, {4, 2, 5, 3}},
+      {{130, 140}, {140, 150}},   // large enough for threaded BLAS
+      {{3, 0}, {0, 2}},           // empty K
+  };
+  for (const auto& c : cases) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      const Tensor a = g.normal(c.a, 0, 1, dt), b = g.normal(c.b, 0, 1, dt);
+      const Tensor expect = ref::matmul(a, b);
+      const double tol = dt == DType::f32 ? 1e-4 : 1e-10;
+      for (const Tensor& la : layouts(a))
+        for (const Tensor& lb : layouts(b)) {
+          INFO("shapes " << c.a << " x " << c.b << " dtype " << dtype_name(dt));
+          REQUIRE_THAT(matmul(la, lb), AllClose(expect, tol, tol));
+        }
+    }
+  }
+  // Transposed views go to BLAS as flags: a.T @ b.T without copying either operand.
+  const Tensor a = g.normal({6, 4}), b = g.normal({5, 6});
+  REQUIRE_THAT(matmul(a.transpose(0, 1), b.transpose(0, 1)),
+               AllClose(ref::matmul(a.transpose(0, 1), b.transpose(0, 1)), 1e-4, 1e-4));
+  // A permuted attention-style view: [B, H, T, D] from [B, T, H, D].
+  const Tensor q = g.normal({2, 5, 3, 4}).permute({0, 2, 1, 3});
+  const Tensor k = g.normal({2, 5, 3, 4}).permute({0, 2, 3, 1});
+  REQUIRE_THAT(matmul(q, k), AllClose(ref::matmul(q, k), 1e-4, 1e-4));
+}
+
+TEST_CASE("matmul_into accumulates with beta", "[core]") {
+  Generator g(17);
+  const Tensor a = g.normal({3, 4}), b = g.normal({4, 5});
+  Tensor out = g.normal({3, 5});
+  const Tensor before = out.clone();
+  matmul_into(out, a, b, 2.0, 1.0);
+  REQUIRE_THAT(out, AllClose(add(before, affine(ref::matmul(a, b), 2.0, 0)), 1e-4, 1e-4));
+  Tensor wrong = Tensor::zeros({3, 4});
+  REQUIRE_THROWS_AS(matmul_into(wrong, a, b), Error);
+}
+
+TEST_CASE("softmax and log_softmax match the reference, with masked rows", "[core]") {
+  Generator g(18);
+  for (const Shape& s : random_shapes(g, 6)) {
+    const Tensor x = g.normal(s, 0, 3);
+    for (const Tensor& in : layouts(x)) {
+      INFO("shape " << s);
+      REQUIRE_THAT(softmax(in), AllClose(ref::softmax(in), 1e-5, 1e-7));
+      REQUIRE_THAT(log_softmax(in), AllClose(ref::log_softmax(in), 1e-5, 1e-6));
+    }
+  }
+  // Large logits are stable; -inf entries get probability 0; fully masked rows give zeros.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Tensor::from_vector(std::vector<float>{1000, 1001, -inf, -inf, -inf, -inf, 0, -inf, 3},
+                                       {3, 3});
+  const auto sm = softmax(x).to_vector<float>();
+  REQUIRE_THAT(sm[0], Catch::Matchers::WithinRel(1 / (1 + std::exp(1.0f)), 1e-5f));
+  REQUIRE(sm[2] == 0);
+  for (int j = 3; j < 6; ++j) REQUIRE(sm[j] == 0);
+  REQUIRE(sm[7] == 0);
+  const auto ls = log_softmax(x).to_vector<float>();
+  for (int j = 3; j < 6; ++j) REQUIRE(ls[j] == 0);
+  REQUIRE(std::isinf(ls[7]));
+  for (float v : sm) REQUIRE_FALSE(std::isnan(v));
+  REQUIRE_THAT(softmax(x), AllClose(ref::softmax(x)));
+}
+
+TEST_CASE("softmax backward kernels match finite differences", "[core]") {
+  Generator g(19);
+  const Tensor x = g.normal({3, 5}, 0, 1, DType::f64), dy = g.normal({3, 5}, 0, 1, DType::f64);
+  for (bool log : {false, true}) {
+    auto f = [&](const Tensor& in) { return log ? log_softmax(in) : softmax(in); };
+    const Tensor dx = log ? log_softmax_backward(f(x), dy) : softmax_backward(f(x), dy);
+    const double eps = 1e-6;
+    auto xd = x.to_vector<double>();
+    std::vector<double> num(xd.size());
+    for (size_t i = 0; i < xd.size(); ++i) {
+      auto p = xd, m = xd;
+      p[i] += eps;
+      m[i] -= eps;
+      const double fp = sum_all(mul(f(Tensor::from_vector(p, x.shape())), dy)).item();
+      const double fm = sum_all(mul(f(Tensor::from_vector(m, x.shape())), dy)).item();
+      num[i] = (fp - fm) / (2 * eps);
+    }
+    REQUIRE_THAT(dx, AllClose(Tensor::from_vector(num, x.shape()), 1e-6, 1e-8));
+  }
+}
+
+TEST_CASE("fused cross-entropy matches the reference", "[core]") {
+  Generator g(20);
+  const int64_t N = 37, V = 11;
+  const Tensor logits = g.normal({N, V}, 0, 2);
+  Tensor targets = g.randint({N}, 0, int32_t(V));
+  targets.data<int32_t>()[3] = 0;  // ignore_index rows
+  targets.data<int32_t>()[8] = 0;
+  for (double eps : {0.0, 0.1}) {
+    const CrossEntropyResult r = cross_entropy_forward(logits, targets, eps, 0);
+    const Tensor expect = ref::cross_entropy(logits, targets, eps, 0);
+    REQUIRE_THAT(r.loss.item(), Catch::Matchers::WithinRel(expect.item(), 1e-5));
+    int64_t nonpad = 0;
+    for (int32_t t : targets.to_vector<int32_t>()) nonpad += t != 0;
+    REQUIRE(r.count == nonpad);
+
+    // Backward against finite differences of the reference in double.
+    const Tensor ld = logits.to(DType::f64);
+    const CrossEntropyResult rd = cross_entropy_forward(ld, targets, eps, 0);
+    const Tensor dx = cross_entropy_backward(ld, targets, rd.lse, eps, 0, rd.count, 1.0);
+    auto base = ld.to_vector<double>();
+    for (int64_t idx : {int64_t(0), int64_t(3 * V + 2), int64_t(20 * V + 7), N * V - 1}) {
+      auto p = base, m = base;
+      p[idx] += 1e-6;
+      m[idx] -= 1e-6;
+      const double num = (ref::cross_entropy(Tensor::from_vector(p, ld.shape()), targets, eps, 0).item() -
+                          ref::cross_entropy(Tensor::from_vector(m, ld.shape()), targets, eps, 0).item()) /
+                         2e-6;
+      REQUIRE_THAT(dx.to_vector<double>()[idx], Catch::Matchers::WithinAbs(num, 1e-7));
+    }
+  }
+  REQUIRE_THROWS_WITH(cross_entropy_forward(logits, Tensor::full({N}, 11, DType::i32), 0, -1),
+                      Catch::Contains("target 11"));
+  // All rows ignored: loss 0, no NaN.
+  REQUIRE(cross_entropy_forward(logits, Tensor::zeros({N}, DType::i32), 0, 0).loss.item() == 0);
+}
+
+TEST_CASE("index_select, index_add_ and gather_last", "[core]") {
+  Generator g(21);
+  const Tensor table = g.normal({10, 6});
+  const Tensor ids = Tensor::from_vector(std::vector<int32_t>{3, 0, 3, 9, 1, 3}, {2, 3});
+  for (const Tensor& t : layouts(table))
+    REQUIRE_THAT(index_select(t, ids), AllClose(ref::index_select(table, ids)));
+  REQUIRE(index_select(table, ids).shape() == Shape{2, 3, 6});
+  REQUIRE_THROWS_WITH(index_select(table, Tensor::from_vector(std::vector<int32_t>{10})),
+                      Catch::Contains("id 10"));
+
+  Tensor grad = Tensor::zeros({10, 6});
+  const Tensor src = Tensor::ones({2, 3, 6});
+  index_add_(grad, ids, src, /*skip_id=*/1);
+  REQUIRE(grad.at({3, 2}) == 3);  // id 3 appears three times: contributions add up
+  REQUIRE(grad.at({1, 0}) == 0);  // skipped (padding id)
+  REQUIRE(grad.at({9, 5}) == 1);
+  REQUIRE(grad.at({2, 0}) == 0);
+
+  const Tensor x = g.normal({4, 5});
+  const Tensor idx = Tensor::from_vector(std::vector<int32_t>{4, 0, 2, 2});
+  const auto got = gather_last(x, idx).to_vector<float>();
+  for (int i = 0; i < 4; ++i) REQUIRE(got[i] == float(x.at({i, idx.at({i}) > 0 ? int64_t(idx.at({i})) : 0})));
+}
+
+TEST_CASE("layer norm forward and backward", "[core]") {
+  Generator g(22);
+  for (const Shape& s : {Shape{4, 8}, Shape{2, 3, 16}, Shape{300, 256}}) {
+    const Tensor x = g.normal(s, 1, 2), gamma = g.normal({s.back()}), beta = g.normal({s.back()});
+    for (const Tensor& in : layouts(x)) {
+      const LayerNormResult r = layer_norm_forward(in, gamma, beta, 1e-5);
+      REQUIRE_THAT(r.y, AllClose(ref::layer_norm(x, gamma, beta, 1e-5), 1e-4, 1e-5));
+    }
+  }
+  // Backward against finite differences in double of sum(y * w).
+  const Tensor x = g.normal({3, 5}, 0, 1, DType::f64), gamma = g.normal({5}, 1, 0.5, DType::f64),
+               beta = g.normal({5}, 0, 1, DType::f64), w = g.normal({3, 5}, 0, 1, DType::f64);
+  const LayerNormResult r = layer_norm_forward(x, gamma, beta, 1e-5);
+  Tensor dx, dgamma = Tensor::zeros({5}, DType::f64), dbeta = Tensor::ones({5}, DType::f64);
+  layer_norm_backward(w, x, r.mean, r.rstd, gamma, &dx, &dgamma, &dbeta);
+  auto objective = [&](const Tensor& xx, const Tensor& gg, const Tensor& bb) {
+    return sum_all(mul(ref::layer_norm(xx, gg, bb, 1e-5), w)).item();
+  };
+  auto numgrad = [&](const Tensor& t, auto&& f) {
+    auto v = t.to_vector<double>();
+    std::vector<double> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto p = v, m = v;
+      p[i] += 1e-6;
+      m[i] -= 1e-6;
+      out[i] = (f(Tensor::from_vector(p, t.shape())) - f(Tensor::from_vector(m, t.shape()))) / 2e-6;
+    }
+    return Tensor::from_vector(out, t.shape());
+  };
+  REQUIRE_THAT(dx, AllClose(numgrad(x, [&](const Tensor& t) { return objective(t, gamma, beta); }),
+                            1e-6, 1e-7));
+  REQUIRE_THAT(dgamma, AllClose(numgrad(gamma, [&](const Tensor& t) { return objective(x, t, beta); }),
+                                1e-6, 1e-7));
+  // dbeta accumulated onto its initial ones.
+  REQUIRE_THAT(dbeta, AllClose(affine(numgrad(beta, [&](const Tensor& t) { return objective(x, gamma, t); }),
+                                      1, 1),
+                               1e-6, 1e-7));
+}

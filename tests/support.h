@@ -1,0 +1,72 @@
+// Shared test helpers: random tensors, non-contiguous variants, and a tensor closeness matcher.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rosetta/core/ops.h"
+#include "rosetta/core/random.h"
+
+namespace rosetta::test {
+
+// Largest |a - b| / (atol/rtol-weighted scale) over all elements; <= 1 means close.
+inline double closeness(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  const auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isinf(va[i]) && va[i] == vb[i]) continue;
+    const double err = std::abs(va[i] - vb[i]) / (atol + rtol * std::abs(vb[i]));
+    worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+  }
+  return worst;
+}
+
+class AllCloseMatcher : public Catch::MatcherBase<Tensor> {
+ public:
+  AllCloseMatcher(Tensor expected, double rtol, double atol)
+      : expected_(std::move(expected)), rtol_(rtol), atol_(atol) {}
+  bool match(const Tensor& actual) const override {
+    return actual.shape() == expected_.shape() && closeness(actual, expected_, rtol_, atol_) <= 1;
+  }
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "is close to " << expected_.str() << " (rtol " << rtol_ << ", atol " << atol_ << ")";
+    return os.str();
+  }
+
+ private:
+  Tensor expected_;
+  double rtol_, atol_;
+};
+
+inline AllCloseMatcher AllClose(const Tensor& expected, double rtol = 1e-5, double atol = 1e-6) {
+  return AllCloseMatcher(expected, rtol, atol);
+}
+
+// The same values as `t`, laid out non-contiguously: a strided slice of a larger buffer.
+inline Tensor non_contiguous(const Tensor& t) {
+  Shape big = t.shape();
+  if (big.size() == 0) return t.clone();
+  big[big.size() - 1] *= 2;
+  Tensor buf = Tensor::full(big, 1234.0, t.dtype());
+  Tensor view = buf.slice(-1, 0, big.back(), 2);
+  view.copy_(t);
+  REQUIRE_FALSE((view.is_contiguous() && view.numel() > 1 && t.shape().back() > 1));
+  return view;
+}
+
+// A transposed view holding the values of `t` (same shape as t, swapped strides).
+inline Tensor transposed_layout(const Tensor& t) {
+  REQUIRE(t.dim() >= 2);
+  return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+}
+
+}  // namespace rosetta::test
+
+namespace rosetta {
+inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+}  // namespace rosetta
