@@ -160,6 +160,31 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   return sum(x, axes, true).reshape(shape);
 }
 
+Tensor scatter_axis(const Tensor& src_in, const Tensor& idx_in, int axis, const Shape& shape) {
+  axis = normalize_axis(axis, shape.size());
+  Shape keep = shape;
+  keep[axis] = 1;
+  ROSETTA_CHECK(src_in.shape() == keep && idx_in.shape() == keep && idx_in.dtype() == DType::i32,
+                "scatter_axis: src ", src_in.shape(), " and idx ", idx_in.shape(), " must be ",
+                keep);
+  const Tensor src = src_in.contiguous(), idx = idx_in.contiguous();
+  const Split s = split_at(shape, axis);
+  return dispatch_float(src.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::zeros(shape, src.dtype());
+    const T* ps = src.data<T>();
+    const int32_t* pi = idx.data<int32_t>();
+    T* po = out.data<T>();
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const int32_t j = pi[o * s.inner + i];
+        ROSETTA_CHECK(j >= 0 && j < s.n, "scatter_axis: index ", j, " outside [0, ", s.n, ")");
+        po[(o * s.n + j) * s.inner + i] = ps[o * s.inner + i];
+      }
+    return out;
+  });
+}
+
 // ------------------------------------------------------------------ naive references
 
 namespace ref {

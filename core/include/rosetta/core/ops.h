@@ -53,6 +53,9 @@ Tensor mean(const Tensor& x, int axis, bool keepdim = false);
 Tensor mean_all(const Tensor& x);
 Tensor max(const Tensor& x, int axis, bool keepdim = false);
 Tensor argmax(const Tensor& x, int axis, bool keepdim = false);  // i32
+// Zeros of `shape` with src written at index idx along `axis` (src, idx: `shape` with that axis
+// of size 1; idx I32). The gradient of max.
+Tensor scatter_axis(const Tensor& src, const Tensor& idx, int axis, const Shape& shape);
 // Sums the broadcast dimensions of x away so that it has `shape` (the reverse of expand).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 

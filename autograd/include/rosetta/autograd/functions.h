@@ -1,0 +1,93 @@
+// Differentiable ops on Var. Each records a graph node (when an input requires a gradient)
+// whose backward accumulates into its inputs' gradients. Binary ops broadcast like NumPy.
+//
+// Files: elementwise.cpp (arithmetic, unary maps, where/masked_fill), reduce.cpp (sum, mean,
+// max), movement.cpp (reshape, transpose, slice, cat, expand), matmul.cpp (matmul, linear),
+// nn_ops.cpp (softmax, layer norm, dropout, embedding, cross-entropy).
+#pragma once
+
+#include <vector>
+
+#include "rosetta/autograd/var.h"
+#include "rosetta/core/random.h"
+
+namespace rosetta {
+
+// ---------------------------------------------------------------- elementwise
+Var add(const Var& a, const Var& b);
+Var sub(const Var& a, const Var& b);
+Var mul(const Var& a, const Var& b);
+Var div(const Var& a, const Var& b);
+Var pow(const Var& a, const Var& b);  // a > 0 where b's gradient is needed
+Var neg(const Var& x);
+Var add_scalar(const Var& x, double s);
+Var mul_scalar(const Var& x, double s);
+Var pow_scalar(const Var& x, double p);
+Var exp(const Var& x);
+Var log(const Var& x);
+Var sqrt(const Var& x);
+Var tanh(const Var& x);
+Var sigmoid(const Var& x);
+Var relu(const Var& x);
+Var gelu(const Var& x);  // exact (erf) form
+Var square(const Var& x);
+// out = cond ? a : b (cond: I32, non-zero = true), broadcasting.
+Var where(const Tensor& cond, const Var& a, const Var& b);
+// x with `value` (may be -inf) where mask (I32, broadcast to x) is non-zero; no gradient flows
+// to the filled positions.
+Var masked_fill(const Var& x, const Tensor& mask, double value);
+
+inline Var operator+(const Var& a, const Var& b) { return add(a, b); }
+inline Var operator-(const Var& a, const Var& b) { return sub(a, b); }
+inline Var operator*(const Var& a, const Var& b) { return mul(a, b); }
+inline Var operator/(const Var& a, const Var& b) { return div(a, b); }
+inline Var operator-(const Var& x) { return neg(x); }
+inline Var operator+(const Var& x, double s) { return add_scalar(x, s); }
+inline Var operator-(const Var& x, double s) { return add_scalar(x, -s); }
+inline Var operator*(const Var& x, double s) { return mul_scalar(x, s); }
+inline Var operator*(double s, const Var& x) { return mul_scalar(x, s); }
+inline Var operator/(const Var& x, double s) { return mul_scalar(x, 1.0 / s); }
+
+// ---------------------------------------------------------------- reductions
+Var sum(const Var& x);  // all elements -> 0-d
+Var sum(const Var& x, int axis, bool keepdim = false);
+Var mean(const Var& x);
+Var mean(const Var& x, int axis, bool keepdim = false);
+// Maximum along an axis; the gradient goes to the first maximum.
+Var max(const Var& x, int axis, bool keepdim = false);
+
+// ---------------------------------------------------------------- movement (views)
+Var reshape(const Var& x, const Shape& shape);
+Var transpose(const Var& x, int a, int b);
+Var permute(const Var& x, const std::vector<int>& order);
+Var slice(const Var& x, int axis, int64_t start, int64_t stop, int64_t step = 1);
+Var narrow(const Var& x, int axis, int64_t start, int64_t length);
+Var select(const Var& x, int axis, int64_t index);
+Var expand(const Var& x, const Shape& shape);
+Var unsqueeze(const Var& x, int axis);
+Var squeeze(const Var& x, int axis);
+Var cat(const std::vector<Var>& parts, int axis);
+Var contiguous(const Var& x);
+
+// ---------------------------------------------------------------- matmul
+// a [..., M, K] @ b [..., K, N]; batch dims broadcast.
+Var matmul(const Var& a, const Var& b);
+// x [..., in] @ weight[out, in]^T + bias[out]: one GEMM, and weight's gradient is accumulated
+// straight into its buffer. bias may be undefined.
+Var linear(const Var& x, const Var& weight, const Var& bias);
+
+// ---------------------------------------------------------------- nn ops (fused)
+Var softmax(const Var& x);      // over the last axis; fully -inf rows give zeros
+Var log_softmax(const Var& x);  // over the last axis
+Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps = 1e-5);
+// Inverted dropout: zeroes with probability p and scales the rest by 1/(1-p); identity when
+// !training or p == 0. The mask comes from `gen`, so a seed reproduces it.
+Var dropout(const Var& x, double p, Generator& gen, bool training);
+// weight [V, D], ids I32 of shape S -> [S..., D]. Rows of padding_idx get no gradient (-1: none).
+Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx = -1);
+// Mean label-smoothed cross-entropy of logits [..., V] against targets [...] (I32), skipping
+// targets equal to ignore_index; fused with log-softmax.
+Var cross_entropy(const Var& logits, const Tensor& targets, double label_smoothing = 0.0,
+                  int32_t ignore_index = -1);
+
+}  // namespace rosetta

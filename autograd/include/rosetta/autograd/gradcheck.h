@@ -1,0 +1,35 @@
+// gradcheck: compares analytic gradients with central finite differences in float64.
+//
+// The checked scalar is L = mean((f(x) + 1)^2), so the upstream gradient reaching f is
+// 2 (f(x) + 1) / n: non-uniform, unlike a plain sum.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rosetta/autograd/var.h"
+
+namespace rosetta {
+
+struct GradcheckOptions {
+  double eps = 1e-6;   // finite-difference step
+  double atol = 1e-7;  // |analytic - numeric| <= atol + rtol * |numeric|
+  double rtol = 1e-5;
+  GradcheckOptions& step(double v) { eps = v; return *this; }
+  GradcheckOptions& abs_tol(double v) { atol = v; return *this; }
+  GradcheckOptions& rel_tol(double v) { rtol = v; return *this; }
+};
+
+struct GradcheckResult {
+  bool ok = true;
+  double worst = 0;     // largest |error| / (atol + rtol |numeric|): ok when <= 1
+  std::string message;  // where the worst element is, with both values
+};
+
+// f maps the inputs (float64 leaves requiring a gradient) to an output; it must be
+// deterministic. Inputs are converted to float64.
+GradcheckResult gradcheck(const std::function<Var(const std::vector<Var>&)>& f,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& opt = {});
+
+}  // namespace rosetta

@@ -1,0 +1,129 @@
+// Var: a tensor that takes part in reverse-mode differentiation.
+//
+// A Var holds its value (a core Tensor), its accumulated gradient, and, when it was produced by
+// an op on inputs that require a gradient, the graph Node that produced it. Nodes own their
+// inputs; an output owns its node; nothing points back, so the graph has no cycles and is freed
+// as soon as the last Var using it goes away.
+//
+//   Var w(Tensor::randn..., /*requires_grad=*/true);
+//   Var loss = mean(square(matmul(x, w)));
+//   loss.backward();          // w.grad() now holds dloss/dw (accumulated with +=)
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rosetta/core/tensor.h"
+
+namespace rosetta {
+
+struct Node;
+
+struct VarImpl {
+  Tensor data;
+  Tensor grad;  // undefined until the first gradient arrives
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  bool requires_grad = false;
+  // The gradient is a preallocated buffer (e.g. a view into an optimizer's flat gradient
+  // storage): it is always accumulated in place and zeroed, never replaced or dropped.
+  bool grad_is_buffer = false;
+};
+
+class Var {
+ public:
+  Var() = default;
+  explicit Var(Tensor data, bool requires_grad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Tensor& data() const { return impl_->data; }
+  // Replaces the value (e.g. to load weights). Shapes must match unless the Var is not a
+  // parameter yet; bumps the version so stale graphs are detected.
+  void set_data(const Tensor& t);
+  const Tensor& grad() const { return impl_->grad; }
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  Var& set_requires_grad(bool on);
+  bool is_leaf() const { return !impl_->grad_fn; }
+
+  const Shape& shape() const { return impl_->data.shape(); }
+  int dim() const { return impl_->data.dim(); }
+  int64_t size(int axis) const { return impl_->data.size(axis); }
+  int64_t numel() const { return impl_->data.numel(); }
+  DType dtype() const { return impl_->data.dtype(); }
+  double item() const { return impl_->data.item(); }
+
+  // Reverse-mode sweep from this Var. A scalar is seeded with 1; otherwise pass the upstream
+  // gradient. The graph's saved tensors are released afterwards unless retain_graph is set;
+  // a second backward through a released graph throws.
+  void backward(bool retain_graph = false) const;
+  void backward(const Tensor& grad_output, bool retain_graph = false) const;
+
+  // Zeroes the gradient buffer, or drops the gradient when it is not a buffer.
+  void zero_grad() const;
+  // The same value cut off from the graph (shares storage; requires no gradient).
+  Var detach() const { return Var(impl_->data, false); }
+
+  // Makes `grad` (zeroed, same shape) the gradient buffer of this leaf.
+  void bind_grad_buffer(const Tensor& grad);
+
+  VarImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<VarImpl>& impl_ptr() const { return impl_; }
+  bool same(const Var& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<VarImpl> impl_;
+};
+
+// A tensor saved for backward, with the storage version it had when saved: reading it after
+// an in-place write throws instead of computing a wrong gradient.
+class Saved {
+ public:
+  Saved() = default;
+  explicit Saved(const Tensor& t) : t_(t), version_(t.version()) {}
+  const Tensor& get() const;
+  bool defined() const { return t_.defined(); }
+
+ private:
+  Tensor t_;
+  uint64_t version_ = 0;
+};
+
+// A recorded op. `backward` receives the gradient of the op's output and accumulates into the
+// gradients of its inputs through accumulate(i, g).
+struct Node {
+  using BackwardFn = std::function<void(const Tensor& grad_out, Node& self)>;
+
+  const char* name = "";
+  std::vector<std::shared_ptr<VarImpl>> inputs;  // null where the input needs no gradient
+  BackwardFn backward;                           // empty once released
+  bool released = false;
+
+  bool needs(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  // inputs[i].grad += g (g broadcast-reduced by the caller to the input's shape).
+  void accumulate(size_t i, const Tensor& g);
+  // The gradient tensor of input i if it is a buffer that may be written with beta = 1
+  // accumulation (e.g. by matmul_into), else an undefined tensor.
+  Tensor grad_buffer(size_t i);
+};
+
+// Records an op: when gradients are enabled and any input requires one, gives `out` a node
+// with the given backward function.
+void record(Var& out, const char* name, std::initializer_list<const Var*> inputs,
+            Node::BackwardFn backward);
+bool any_requires_grad(std::initializer_list<const Var*> inputs);
+
+// Gradient mode (thread-local). While a NoGradGuard lives, ops record nothing.
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace rosetta

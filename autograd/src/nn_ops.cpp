@@ -1,0 +1,99 @@
+// Fused nn ops: each is one core kernel forward and one backward, instead of a chain of
+// elementwise nodes (fewer passes over memory, fewer saved tensors).
+#include "rosetta/autograd/functions.h"
+#include "rosetta/core/ops.h"
+
+namespace rosetta {
+
+// y = softmax(x)   =>  dx += y * (dy - sum(dy * y))
+Var softmax(const Var& x) {
+  Var out(rosetta::softmax(x.data()));
+  record(out, "softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
+    n.accumulate(0, softmax_backward(sy.get(), dy));
+  });
+  return out;
+}
+
+// y = log_softmax(x)   =>  dx += dy - exp(y) * sum(dy)
+Var log_softmax(const Var& x) {
+  Var out(rosetta::log_softmax(x.data()));
+  record(out, "log_softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
+    n.accumulate(0, log_softmax_backward(sy.get(), dy));
+  });
+  return out;
+}
+
+// y = (x - mean) * rstd * gamma + beta   (backward: see core layer_norm_backward)
+Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps) {
+  LayerNormResult r = layer_norm_forward(x.data(), gamma.data(), beta.data(), eps);
+  Var out(r.y);
+  record(out, "layer_norm", {&x, &gamma, &beta},
+         [sx = Saved(x.data()), sg = Saved(gamma.data()), mean = r.mean, rstd = r.rstd](
+             const Tensor& dy, Node& n) {
+           // Parameter gradients go straight into their buffers when they have them.
+           Tensor dgamma = n.grad_buffer(1), dbeta = n.grad_buffer(2);
+           const bool own_g = n.needs(1) && !dgamma.defined(), own_b = n.needs(2) && !dbeta.defined();
+           if (own_g) dgamma = Tensor::zeros(sg.get().shape(), dy.dtype());
+           if (own_b) dbeta = Tensor::zeros(sg.get().shape(), dy.dtype());
+           Tensor dx;
+           layer_norm_backward(dy, sx.get(), mean, rstd, sg.get(), n.needs(0) ? &dx : nullptr,
+                               n.needs(1) ? &dgamma : nullptr, n.needs(2) ? &dbeta : nullptr);
+           if (n.needs(0)) n.accumulate(0, dx);
+           if (own_g) n.accumulate(1, dgamma);
+           if (own_b) n.accumulate(2, dbeta);
+         });
+  return out;
+}
+
+// y = x * mask, mask = Bernoulli(1 - p) / (1 - p)   =>  dx += dy * mask
+Var dropout(const Var& x, double p, Generator& gen, bool training) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  if (!training || p == 0.0) return x;
+  const Tensor mask = gen.dropout_mask(x.shape(), p, x.dtype());
+  Var out(rosetta::mul(x.data(), mask));
+  record(out, "dropout", {&x},
+         [mask](const Tensor& dy, Node& n) { n.accumulate(0, rosetta::mul(dy, mask)); });
+  return out;
+}
+
+// y[s] = weight[ids[s]]   =>  dweight[ids[s]] += dy[s] (except padding_idx)
+Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx) {
+  Var out(index_select(weight.data(), ids));
+  record(out, "embedding", {&weight},
+         [ids, padding_idx, sw = weight.shape()](const Tensor& dy, Node& n) {
+           Tensor buf = n.grad_buffer(0);
+           if (buf.defined()) {
+             index_add_(buf, ids, dy, padding_idx);
+           } else {
+             Tensor g = Tensor::zeros(sw, dy.dtype());
+             index_add_(g, ids, dy, padding_idx);
+             n.accumulate(0, g);
+           }
+         });
+  return out;
+}
+
+// loss = mean over kept rows of (1-eps) * -log p[t] + eps * mean_j -log p_j
+Var cross_entropy(const Var& logits, const Tensor& targets, double label_smoothing,
+                  int32_t ignore_index) {
+  ROSETTA_CHECK(logits.dim() >= 1, "cross_entropy: logits need a class axis");
+  const int64_t V = logits.shape().back();
+  Shape rows_shape = logits.shape();
+  rows_shape.resize(rows_shape.size() - 1);
+  ROSETTA_CHECK(targets.shape() == rows_shape, "cross_entropy: targets ", targets.shape(),
+                " do not match logits ", logits.shape());
+  const Tensor L = logits.data().reshape({-1, V});
+  const Tensor T = targets.reshape({-1});
+  CrossEntropyResult r = cross_entropy_forward(L, T, label_smoothing, ignore_index);
+  Var out(r.loss);
+  record(out, "cross_entropy", {&logits},
+         [sl = Saved(L), T, lse = r.lse, count = r.count, label_smoothing, ignore_index,
+          shape = logits.shape()](const Tensor& dy, Node& n) {
+           n.accumulate(0, cross_entropy_backward(sl.get(), T, lse, label_smoothing, ignore_index,
+                                                  count, dy.item())
+                               .view(shape));
+         });
+  return out;
+}
+
+}  // namespace rosetta

@@ -1,0 +1,166 @@
+// The reverse-mode engine: an iterative topological sort from the root, then a reverse walk in
+// which each node accumulates its inputs' gradients.
+#include "rosetta/autograd/var.h"
+
+#include <unordered_set>
+
+#include "rosetta/core/ops.h"
+
+namespace rosetta {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+Var::Var(Tensor data, bool requires_grad) : impl_(std::make_shared<VarImpl>()) {
+  ROSETTA_CHECK(data.defined(), "Var: undefined tensor");
+  ROSETTA_CHECK(!requires_grad || data.dtype() != DType::i32,
+                "Var: an I32 tensor cannot require a gradient");
+  impl_->data = std::move(data);
+  impl_->requires_grad = requires_grad;
+}
+
+void Var::set_data(const Tensor& t) {
+  ROSETTA_CHECK(t.shape() == shape() && t.dtype() == dtype(), "set_data: new value ", t.shape(),
+                " ", dtype_name(t.dtype()), " does not match ", shape(), " ",
+                dtype_name(dtype()));
+  impl_->data.copy_(t);  // in place: views of this value (e.g. a flat buffer) stay valid
+}
+
+Var& Var::set_requires_grad(bool on) {
+  ROSETTA_CHECK(is_leaf(), "set_requires_grad: only leaves can change requires_grad");
+  ROSETTA_CHECK(!on || dtype() != DType::i32, "Var: an I32 tensor cannot require a gradient");
+  impl_->requires_grad = on;
+  return *this;
+}
+
+void Var::zero_grad() const {
+  if (!impl_->grad.defined()) return;
+  if (impl_->grad_is_buffer) impl_->grad.zero_();
+  else impl_->grad = Tensor();
+}
+
+void Var::bind_grad_buffer(const Tensor& grad) {
+  ROSETTA_CHECK(is_leaf(), "bind_grad_buffer: only leaves have gradient buffers");
+  ROSETTA_CHECK(grad.shape() == shape() && grad.dtype() == dtype(), "bind_grad_buffer: buffer ",
+                grad.shape(), " does not match ", shape());
+  Tensor g = grad;
+  if (impl_->grad.defined()) g.copy_(impl_->grad);
+  else g.zero_();
+  impl_->grad = g;
+  impl_->grad_is_buffer = true;
+}
+
+const Tensor& Saved::get() const {
+  ROSETTA_CHECK(t_.version() == version_,
+                "backward: a tensor saved for the gradient was modified in place after it was "
+                "saved (version ", version_, " -> ", t_.version(),
+                "); clone it before writing, or run backward first");
+  return t_;
+}
+
+// ------------------------------------------------------------------ gradient accumulation
+
+namespace {
+void accumulate_into(VarImpl& v, const Tensor& g) {
+  ROSETTA_CHECK(g.shape() == v.data.shape(), "backward: gradient ", g.shape(),
+                " does not match its variable ", v.data.shape());
+  if (!v.grad.defined()) {
+    // Take the tensor itself when nobody else holds its storage; otherwise copy, so a later
+    // in-place accumulation cannot write into someone else's tensor.
+    v.grad = g.storage().use_count() == 1 && g.is_contiguous() ? g : g.clone();
+    return;
+  }
+  if (v.grad_is_buffer || v.grad.storage().use_count() == 1) add_(v.grad, g);
+  else v.grad = add(v.grad, g);
+}
+}  // namespace
+
+void Node::accumulate(size_t i, const Tensor& g) {
+  if (needs(i)) accumulate_into(*inputs[i], g);
+}
+
+Tensor Node::grad_buffer(size_t i) {
+  if (!needs(i)) return Tensor();
+  VarImpl& v = *inputs[i];
+  if (v.grad_is_buffer) return v.grad;
+  if (v.grad.defined() && v.grad.storage().use_count() == 1 && v.grad.is_contiguous())
+    return v.grad;
+  return Tensor();
+}
+
+bool any_requires_grad(std::initializer_list<const Var*> inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Var* v : inputs)
+    if (v && v->requires_grad()) return true;
+  return false;
+}
+
+void record(Var& out, const char* name, std::initializer_list<const Var*> inputs,
+            Node::BackwardFn backward) {
+  if (!any_requires_grad(inputs)) return;
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  for (const Var* v : inputs)
+    node->inputs.push_back(v && v->requires_grad() ? v->impl_ptr() : nullptr);
+  node->backward = std::move(backward);
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->requires_grad = true;
+}
+
+// ------------------------------------------------------------------ backward
+
+void Var::backward(bool retain_graph) const {
+  ROSETTA_CHECK(numel() == 1, "backward: output of shape ", shape(),
+                " is not a scalar; pass the upstream gradient");
+  backward(Tensor::ones(shape(), dtype()), retain_graph);
+}
+
+void Var::backward(const Tensor& grad_output, bool retain_graph) const {
+  ROSETTA_CHECK(requires_grad(), "backward: this value does not require a gradient (no input ",
+                "requires one, or it was computed under NoGradGuard)");
+  ROSETTA_CHECK(grad_output.shape() == shape(), "backward: upstream gradient ",
+                grad_output.shape(), " does not match output ", shape());
+  NoGradGuard no_grad;  // backward itself records nothing
+
+  // Iterative depth-first post-order over the nodes reachable from the root.
+  std::vector<VarImpl*> order;
+  std::unordered_set<VarImpl*> seen;
+  std::vector<std::pair<VarImpl*, size_t>> stack{{impl_.get(), 0}};
+  seen.insert(impl_.get());
+  while (!stack.empty()) {
+    auto& [v, next] = stack.back();
+    Node* node = v->grad_fn.get();
+    if (node && next < node->inputs.size()) {
+      VarImpl* in = node->inputs[next++].get();
+      if (in && in->grad_fn && seen.insert(in).second) stack.push_back({in, 0});
+      continue;
+    }
+    order.push_back(v);
+    stack.pop_back();
+  }
+
+  accumulate_into(*impl_, grad_output.to(dtype()).contiguous());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    VarImpl* v = *it;
+    if (!v->grad_fn) continue;  // a leaf root keeps its gradient
+    Node& node = *v->grad_fn;
+    ROSETTA_CHECK(!node.released, "backward: the graph through '", node.name,
+                  "' was already released by an earlier backward; pass retain_graph = true to ",
+                  "the first backward to go through it twice");
+    if (!v->grad.defined()) continue;  // no gradient reached this value
+    const Tensor g = std::move(v->grad);
+    v->grad = Tensor();  // intermediate gradients are not kept
+    node.backward(g, node);
+    if (!retain_graph) {
+      node.backward = nullptr;  // frees the saved tensors
+      node.released = true;
+    }
+  }
+}
+
+}  // namespace rosetta
