@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs rosetta's build and run dependencies from Debian 12 packages. Idempotent; run as root.
+set -euo pipefail
+packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
+          libsentencepiece-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run as root (or with sudo)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"
