@@ -1,0 +1,106 @@
+// Tokenizer: a SentencePiece subword model (unigram or BPE) behind a small value-typed API.
+//
+// Special ids are fixed for every model rosetta trains or loads:
+//   pad = 0, unk = 1, bos = 2, eos = 3
+// encode() adds neither bos nor eos (the batcher does); decode() drops pad/bos/eos and renders
+// unk as SentencePiece does (" ⁇ ").
+//
+// One model for source and target (joint vocabulary) or one per language: train one or two
+// Tokenizer objects. Training is deterministic for the same sentences and options, and quiet.
+//
+//   Tokenizer tok = Tokenizer::train(sentences, TokenizerOptions().vocab_size(8000));
+//   std::vector<int32_t> ids = tok.encode("Guten Morgen.");
+//   tok.save("de.model");
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace rosetta::data {
+
+inline constexpr int32_t kPadId = 0;
+inline constexpr int32_t kUnkId = 1;
+inline constexpr int32_t kBosId = 2;
+inline constexpr int32_t kEosId = 3;
+
+enum class TokenizerModel { unigram, bpe };
+
+// Training options, with chainable setters: TokenizerOptions().vocab_size(4000).model(bpe).
+struct TokenizerOptions {
+  int vocab_size_ = 8000;
+  TokenizerModel model_ = TokenizerModel::unigram;
+  // false: vocab_size is an upper bound, clamped to what the text supports.
+  // true: a vocabulary the text cannot fill is an error.
+  bool hard_vocab_limit_ = false;
+  double character_coverage_ = 1.0;  // fraction of characters covered by the alphabet
+  uint32_t seed_ = 1;                // SentencePiece's sampling seed
+  // The trained model depends on the thread count; keep it fixed for reproducible models.
+  int num_threads_ = 1;
+  // SentencePiece normalization rule: "nmt_nfkc" (default), "nfkc", "identity", ...
+  std::string normalization_ = "nmt_nfkc";
+  int max_sentence_bytes_ = 4192;  // longer training sentences are skipped by SentencePiece
+
+  TokenizerOptions& vocab_size(int v) { vocab_size_ = v; return *this; }
+  TokenizerOptions& model(TokenizerModel m) { model_ = m; return *this; }
+  TokenizerOptions& hard_vocab_limit(bool v) { hard_vocab_limit_ = v; return *this; }
+  TokenizerOptions& character_coverage(double v) { character_coverage_ = v; return *this; }
+  TokenizerOptions& seed(uint32_t v) { seed_ = v; return *this; }
+  TokenizerOptions& num_threads(int v) { num_threads_ = v; return *this; }
+  TokenizerOptions& normalization(std::string v) { normalization_ = std::move(v); return *this; }
+  TokenizerOptions& max_sentence_bytes(int v) { max_sentence_bytes_ = v; return *this; }
+};
+
+class Tokenizer {
+ public:
+  Tokenizer();  // an empty tokenizer: loaded() is false
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  Tokenizer(const Tokenizer& o);
+  Tokenizer& operator=(const Tokenizer& o);
+
+  // Trains a model on `sentences` (one sentence per element). Throws rosetta::Error when
+  // SentencePiece refuses (e.g. a vocabulary smaller than the alphabet).
+  static Tokenizer train(const std::vector<std::string>& sentences,
+                         const TokenizerOptions& options = {});
+  // Trains on a UTF-8 text file, one sentence per line (CRLF tolerated, blank lines skipped).
+  static Tokenizer train_file(const std::filesystem::path& path,
+                              const TokenizerOptions& options = {});
+
+  // Loads a `.model` file written by save() or by spm_train with the fixed special ids.
+  static Tokenizer load(const std::filesystem::path& path);
+  // Loads a serialized ModelProto (the bytes of a `.model` file), e.g. from a checkpoint.
+  static Tokenizer from_serialized(std::string_view bytes);
+
+  void save(const std::filesystem::path& path) const;
+  std::string serialized() const;  // the bytes save() writes
+
+  bool loaded() const { return sp_ != nullptr; }
+  int32_t vocab_size() const;
+
+  // Text -> ids, without bos/eos.
+  std::vector<int32_t> encode(std::string_view text) const;
+  // Text -> pieces ("▁Gu", "ten"), for inspection.
+  std::vector<std::string> encode_pieces(std::string_view text) const;
+  // Ids -> text, skipping pad/bos/eos. Throws on ids outside [0, vocab_size).
+  std::string decode(const std::vector<int32_t>& ids) const;
+
+  std::string id_to_piece(int32_t id) const;
+  int32_t piece_to_id(std::string_view piece) const;  // kUnkId when unknown
+
+ private:
+  explicit Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp);
+  const sentencepiece::SentencePieceProcessor& sp() const;
+
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+};
+
+}  // namespace rosetta::data

@@ -1,0 +1,110 @@
+// LineReader and the UTF-8 checks shared by the corpus readers and the tokenizer.
+#include "line_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <system_error>
+
+#include "rosetta/core/check.h"
+
+namespace rosetta::data {
+
+void check_regular_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  ROSETTA_CHECK(st.type() != std::filesystem::file_type::not_found, path.string(),
+                ": no such file");
+  ROSETTA_CHECK(!ec, path.string(), ": cannot access (", ec.message(), ")");
+  ROSETTA_CHECK(st.type() != std::filesystem::file_type::directory, path.string(),
+                ": is a directory, expected a file");
+  ROSETTA_CHECK(st.type() == std::filesystem::file_type::regular, path.string(),
+                ": not a regular file");
+}
+
+size_t find_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  auto cont = [&](size_t i, unsigned lo = 0x80, unsigned hi = 0xBF) {
+    return i < n && p[i] >= lo && p[i] <= hi;
+  };
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = cont(i + 1) ? 2 : 0;
+    else if (c == 0xE0) len = cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;            // no overlong
+    else if (c == 0xED) len = cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;      // no surrogate
+    else if (c >= 0xE1 && c <= 0xEF) len = cont(i + 1) && cont(i + 2) ? 3 : 0;
+    else if (c == 0xF0) len = cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    else if (c >= 0xF1 && c <= 0xF3) len = cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    else if (c == 0xF4) len = cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+void check_text(std::string_view s, const std::string& file, size_t line) {
+  const size_t nul = s.find('\0');
+  ROSETTA_CHECK(nul == std::string_view::npos, file, ":", line, ": NUL byte at byte ", nul + 1);
+  const size_t bad = find_invalid_utf8(s);
+  ROSETTA_CHECK(bad == std::string_view::npos, file, ":", line, ": invalid UTF-8 at byte ",
+                bad + 1);
+}
+
+std::string_view trim(std::string_view s) {
+  const char* ws = " \t\r\n\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+LineReader::LineReader(const std::filesystem::path& path, size_t max_line_bytes)
+    : name_(path.string()), max_line_bytes_(max_line_bytes), buf_(size_t(1) << 16) {
+  ROSETTA_CHECK(max_line_bytes > 0, "LineReader: max_line_bytes must be positive");
+  check_regular_file(path);
+  in_.open(path, std::ios::binary);
+  ROSETTA_CHECK(in_.is_open(), name_, ": cannot open (", std::strerror(errno), ")");
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  in_.read(buf_.data(), std::streamsize(buf_.size()));
+  ROSETTA_CHECK(!in_.bad(), name_, ":", line_ + 1, ": read error");
+  pos_ = 0;
+  end_ = size_t(in_.gcount());
+  if (end_ < buf_.size()) eof_ = true;
+  return end_ > 0;
+}
+
+bool LineReader::next(std::string& line) {
+  line.clear();
+  bool any = false;  // saw at least one byte (or the newline) of this line
+  for (;;) {
+    if (pos_ == end_ && !fill()) break;
+    const char* b = buf_.data() + pos_;
+    const char* e = buf_.data() + end_;
+    const char* nl = static_cast<const char*>(std::memchr(b, '\n', size_t(e - b)));
+    const size_t take = size_t((nl ? nl : e) - b);
+    // The limit counts the line's bytes without its line ending.
+    ROSETTA_CHECK(line.size() + take <= max_line_bytes_ + 1, name_, ":", line_ + 1,
+                  ": line longer than the limit of ", max_line_bytes_, " bytes");
+    line.append(b, take);
+    any = true;
+    if (nl) {
+      pos_ += take + 1;
+      break;
+    }
+    pos_ = end_;
+  }
+  if (!any) return false;
+  ++line_;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line_ == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
+  ROSETTA_CHECK(line.size() <= max_line_bytes_, name_, ":", line_,
+                ": line longer than the limit of ", max_line_bytes_, " bytes");
+  return true;
+}
+
+}  // namespace rosetta::data

@@ -1,0 +1,54 @@
+// Internal helpers for reading UTF-8 text files line by line with 1-based line numbers.
+//
+// LineReader enforces a hard byte limit per line while reading (a file without newlines never
+// gets loaded whole), drops a UTF-8 byte order mark at the start of the file and a trailing
+// '\r' (CRLF files). Errors are rosetta::Error naming "file:line".
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rosetta::data {
+
+// Throws unless `path` names an existing regular file (or a symlink to one).
+void check_regular_file(const std::filesystem::path& path);
+
+// Offset of the first byte that is not part of well-formed UTF-8 (no overlongs, surrogates or
+// code points above U+10FFFF), or npos when `s` is valid.
+size_t find_invalid_utf8(std::string_view s);
+
+// Throws "file:line: ..." when `s` holds a NUL byte or invalid UTF-8 (byte offsets 1-based).
+void check_text(std::string_view s, const std::string& file, size_t line);
+
+// `s` without leading and trailing ASCII whitespace.
+std::string_view trim(std::string_view s);
+
+class LineReader {
+ public:
+  static constexpr size_t kDefaultMaxLineBytes = size_t(1) << 20;
+
+  LineReader(const std::filesystem::path& path, size_t max_line_bytes);
+
+  // Reads the next line into `line` (without '\n', '\r\n' or the BOM); false at end of file.
+  bool next(std::string& line);
+  // 1-based number of the line last returned by next().
+  size_t line_number() const { return line_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  bool fill();
+
+  std::ifstream in_;
+  std::string name_;
+  size_t max_line_bytes_;
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  size_t line_ = 0;
+  bool eof_ = false;
+};
+
+}  // namespace rosetta::data
