@@ -73,6 +73,15 @@ TEST_CASE("tokenize_13a works on code points and splits on Unicode whitespace",
   // U+00A0 (no-break space) and U+3000 are whitespace for Python's str.split(); U+200B is not.
   CHECK(tokenize_13a("a\u00A0b\u3000c") == Strings{"a", "b", "c"});
   CHECK(tokenize_13a("a\u200Bb") == Strings{"a\u200Bb"});
+  // Every code point Python's str.split() splits on, and a few look-alikes it does not.
+  for (const char* ws : {"\t", "\n", "\v", "\f", "\r", "\x1C", "\x1D", "\x1E", "\x1F", " ",
+                         "\u0085", "\u00A0", "\u1680", "\u2000", "\u2005", "\u200A", "\u2028",
+                         "\u2029", "\u202F", "\u205F", "\u3000"}) {
+    INFO("whitespace " << ws);
+    CHECK(tokenize_13a(std::string("x") + ws + "y") == Strings{"x", "y"});
+  }
+  for (const char* other : {"\u180E", "\u200B", "\u2060", "\uFEFF"})
+    CHECK(tokenize_13a(std::string("x") + other + "y").size() == 1);
   REQUIRE_THROWS_AS(tokenize_13a("bad \xC3("), rosetta::Error);
   REQUIRE_THROWS_AS(tokenize_13a("overlong \xC0\xAF"), rosetta::Error);
   REQUIRE_THROWS_AS(tokenize_13a("surrogate \xED\xA0\x80"), rosetta::Error);
