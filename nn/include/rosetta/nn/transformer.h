@@ -1,0 +1,153 @@
+// The encoder-decoder Transformer, equal to torch.nn.Transformer (batch_first) with
+// embeddings scaled by sqrt(D), sinusoidal positions, and an output projection.
+//
+// Dimension legend: B batch, S source length, T target length, D model width, V vocabulary.
+//
+// Pre-norm layer (default):  x = x + Dropout(Sublayer(LayerNorm(x)))
+// Post-norm layer (paper):   x = LayerNorm(x + Dropout(Sublayer(x)))
+// Both stacks end with a final LayerNorm, as torch.nn.Transformer's do.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rosetta/nn/attention.h"
+
+namespace rosetta::nn {
+
+struct TransformerOptions {
+  ROSETTA_ARG(int64_t, src_vocab) = 8000;
+  ROSETTA_ARG(int64_t, tgt_vocab) = 8000;
+  ROSETTA_ARG(int64_t, d_model) = 256;
+  ROSETTA_ARG(int64_t, heads) = 4;
+  ROSETTA_ARG(int64_t, ff) = 1024;
+  ROSETTA_ARG(int64_t, encoder_layers) = 3;
+  ROSETTA_ARG(int64_t, decoder_layers) = 3;
+  ROSETTA_ARG(double, dropout) = 0.1;
+  ROSETTA_ARG(std::string, activation) = "relu";  // relu | gelu
+  ROSETTA_ARG(bool, norm_first) = true;           // pre-norm; false = post-norm
+  ROSETTA_ARG(bool, share_embeddings) = false;    // one table for source and target
+  ROSETTA_ARG(bool, tie_output) = false;          // output projection = target embedding
+  ROSETTA_ARG(int64_t, max_len) = 1024;           // longest sequence (positional table)
+  ROSETTA_ARG(int32_t, pad_id) = 0;
+  ROSETTA_ARG(double, layer_norm_eps) = 1e-5;
+
+ public:
+  // Throws a clear error for any invalid combination (e.g. d_model not divisible by heads).
+  void validate() const;
+  // Round trip through string metadata (checkpoint headers).
+  std::map<std::string, std::string> to_metadata() const;
+  static TransformerOptions from_metadata(const std::map<std::string, std::string>& meta);
+};
+
+class EncoderLayer : public Module {
+ public:
+  EncoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen,
+               Generator& init_gen);
+  // x [B, S, D]; mask: source key padding.
+  Var forward(const Var& x, const Tensor& mask) const;
+  std::shared_ptr<MultiHeadAttention> self_attn;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+  std::shared_ptr<FeedForward> ff;
+
+ private:
+  bool norm_first_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+// Cached keys and values of one decoder layer during incremental decoding.
+struct LayerCache {
+  Tensor self_k, self_v;    // [B, H, max_T, Dh], filled up to the current length
+  Var cross_k, cross_v;     // [B, H, S, Dh], computed once from the encoder output
+};
+
+class DecoderLayer : public Module {
+ public:
+  DecoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen,
+               Generator& init_gen);
+  // x [B, T, D], memory [B, S, D]; self_mask: causal (+ target padding); cross_mask: source
+  // padding. cross_weights, if given, receives the cross-attention probabilities.
+  Var forward(const Var& x, const Var& memory, const Tensor& self_mask, const Tensor& cross_mask,
+              Tensor* cross_weights = nullptr) const;
+  // One step: x [B, 1, D] at position `pos`, with the cache holding positions < pos.
+  Var step(const Var& x, int64_t pos, LayerCache& cache, const Tensor& cross_mask,
+           Tensor* cross_weights = nullptr) const;
+  void init_cache(LayerCache& cache, const Var& memory, int64_t max_len) const;
+
+  std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;
+  std::shared_ptr<LayerNorm> norm1, norm2, norm3;
+  std::shared_ptr<FeedForward> ff;
+
+ private:
+  bool norm_first_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+class Encoder : public Module {
+ public:
+  Encoder(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen, Generator& init_gen);
+  Var forward(const Var& x, const Tensor& mask) const;
+  std::vector<std::shared_ptr<EncoderLayer>> layers;
+  std::shared_ptr<LayerNorm> norm;
+};
+
+class Decoder : public Module {
+ public:
+  Decoder(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen, Generator& init_gen);
+  Var forward(const Var& x, const Var& memory, const Tensor& self_mask, const Tensor& cross_mask,
+              Tensor* last_cross_weights = nullptr) const;
+  std::vector<std::shared_ptr<DecoderLayer>> layers;
+  std::shared_ptr<LayerNorm> norm;
+};
+
+// State of incremental (step-by-step) decoding for a batch.
+struct DecoderState {
+  std::vector<LayerCache> layers;
+  Tensor src_mask;  // [B, 1, 1, S]
+  int64_t length = 0;  // target positions decoded so far
+  int64_t batch() const { return src_mask.shape()[0]; }
+  // Keeps rows `index` (I32 [B']) of the batch, e.g. to follow beams or drop finished rows.
+  void select(const Tensor& index);
+};
+
+class Transformer : public Module {
+ public:
+  // Weights are drawn from init_gen; dropout draws from its own generator, seeded from it.
+  Transformer(const TransformerOptions& options, Generator& init_gen);
+
+  // src [B, S], tgt_in [B, T] token ids (I32) -> logits [B, T, V]. Padding masks come from
+  // pad_id; the decoder is causal.
+  Var forward(const Tensor& src, const Tensor& tgt_in) const;
+  // The encoder output [B, S, D].
+  Var encode(const Tensor& src) const;
+  // Decoder hidden states [B, T, D] after the final norm; cross_weights receives the last
+  // layer's cross-attention [B, H, T, S].
+  Var decode(const Tensor& tgt_in, const Var& memory, const Tensor& src_mask,
+             Tensor* cross_weights = nullptr) const;
+  Var project(const Var& hidden) const;  // [.., D] -> [.., V]
+
+  // Incremental decoding (call under NoGradGuard): start from the source, then feed one
+  // token per row per step and get that step's logits [B, V].
+  DecoderState start(const Tensor& src, int64_t max_len) const;
+  Var step(DecoderState& state, const Tensor& tokens, Tensor* cross_weights = nullptr) const;
+
+  const TransformerOptions& options() const { return options_; }
+  Generator& dropout_generator() { return *dropout_gen_; }
+
+  std::shared_ptr<Embedding> src_embed, tgt_embed;  // the same object when shared
+  std::shared_ptr<SinusoidalPositionalEncoding> pos;
+  std::shared_ptr<Encoder> encoder;
+  std::shared_ptr<Decoder> decoder;
+  std::shared_ptr<Module> out_proj;  // Linear, or a bias-only module when tied
+  Var out_weight, out_bias;          // [V, D], [V]
+
+ private:
+  Var embed(const Embedding& table, const Tensor& ids, int64_t start) const;
+  TransformerOptions options_;
+  std::shared_ptr<Generator> dropout_gen_;
+  std::shared_ptr<Dropout> dropout_;
+};
+
+}  // namespace rosetta::nn

@@ -1,0 +1,354 @@
+#include "rosetta/nn/transformer.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "rosetta/core/ops.h"
+
+namespace rosetta::nn {
+
+// ------------------------------------------------------------------ options
+
+void TransformerOptions::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    ROSETTA_CHECK(v > 0, "model option ", name, " must be positive, got ", v);
+  };
+  positive("src_vocab", src_vocab());
+  positive("tgt_vocab", tgt_vocab());
+  positive("d_model", d_model());
+  positive("heads", heads());
+  positive("ff", ff());
+  positive("encoder_layers", encoder_layers());
+  positive("decoder_layers", decoder_layers());
+  positive("max_len", max_len());
+  ROSETTA_CHECK(d_model() % heads() == 0, "model option d_model ", d_model(),
+                " is not divisible by heads ", heads());
+  ROSETTA_CHECK(dropout() >= 0.0 && dropout() < 1.0, "model option dropout ", dropout(),
+                " outside [0, 1)");
+  parse_activation(activation());
+  ROSETTA_CHECK(!share_embeddings() || src_vocab() == tgt_vocab(),
+                "shared embeddings need equal vocabularies, got ", src_vocab(), " and ",
+                tgt_vocab());
+  ROSETTA_CHECK(pad_id() >= 0 && pad_id() < std::min(src_vocab(), tgt_vocab()),
+                "model option pad_id ", pad_id(), " outside the vocabulary");
+  ROSETTA_CHECK(layer_norm_eps() > 0, "model option layer_norm_eps must be positive");
+}
+
+std::map<std::string, std::string> TransformerOptions::to_metadata() const {
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  auto d = [](double v) {
+    std::ostringstream os;
+    os.precision(17);
+    os << v;
+    return os.str();
+  };
+  return {{"model.src_vocab", std::to_string(src_vocab())},
+          {"model.tgt_vocab", std::to_string(tgt_vocab())},
+          {"model.d_model", std::to_string(d_model())},
+          {"model.heads", std::to_string(heads())},
+          {"model.ff", std::to_string(ff())},
+          {"model.encoder_layers", std::to_string(encoder_layers())},
+          {"model.decoder_layers", std::to_string(decoder_layers())},
+          {"model.dropout", d(dropout())},
+          {"model.activation", activation()},
+          {"model.norm_first", b(norm_first())},
+          {"model.share_embeddings", b(share_embeddings())},
+          {"model.tie_output", b(tie_output())},
+          {"model.max_len", std::to_string(max_len())},
+          {"model.pad_id", std::to_string(pad_id())},
+          {"model.layer_norm_eps", d(layer_norm_eps())}};
+}
+
+TransformerOptions TransformerOptions::from_metadata(const std::map<std::string, std::string>& m) {
+  auto get = [&](const char* key) -> const std::string& {
+    auto it = m.find(std::string("model.") + key);
+    ROSETTA_CHECK(it != m.end(), "checkpoint metadata has no model.", key);
+    return it->second;
+  };
+  auto integer = [&](const char* key) {
+    const std::string& s = get(key);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(s, &used);
+      ROSETTA_CHECK(used == s.size(), "");
+      return int64_t(v);
+    } catch (const std::exception&) {
+      ROSETTA_FAIL("checkpoint metadata model.", key, " = '", s, "' is not an integer");
+    }
+  };
+  auto real = [&](const char* key) {
+    const std::string& s = get(key);
+    try {
+      size_t used = 0;
+      const double v = std::stod(s, &used);
+      ROSETTA_CHECK(used == s.size(), "");
+      return v;
+    } catch (const std::exception&) {
+      ROSETTA_FAIL("checkpoint metadata model.", key, " = '", s, "' is not a number");
+    }
+  };
+  auto boolean = [&](const char* key) {
+    const std::string& s = get(key);
+    ROSETTA_CHECK(s == "true" || s == "false", "checkpoint metadata model.", key, " = '", s,
+                  "' is not true or false");
+    return s == "true";
+  };
+  TransformerOptions o;
+  o.src_vocab(integer("src_vocab")).tgt_vocab(integer("tgt_vocab")).d_model(integer("d_model"));
+  o.heads(integer("heads")).ff(integer("ff")).encoder_layers(integer("encoder_layers"));
+  o.decoder_layers(integer("decoder_layers")).dropout(real("dropout"));
+  o.activation(get("activation")).norm_first(boolean("norm_first"));
+  o.share_embeddings(boolean("share_embeddings")).tie_output(boolean("tie_output"));
+  o.max_len(integer("max_len")).pad_id(int32_t(integer("pad_id")));
+  o.layer_norm_eps(real("layer_norm_eps"));
+  o.validate();
+  return o;
+}
+
+// ------------------------------------------------------------------ layers
+
+namespace {
+// Pre-norm: x + drop(f(norm(x)));  post-norm: norm(x + drop(f(x))).
+template <class F>
+Var sublayer(const Var& x, bool norm_first, const LayerNorm& norm, const Dropout& drop, F&& f) {
+  if (norm_first) return x + drop.forward(f(norm.forward(x)));
+  return norm.forward(x + drop.forward(f(x)));
+}
+}  // namespace
+
+EncoderLayer::EncoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dg,
+                           Generator& ig)
+    : norm_first_(o.norm_first()) {
+  self_attn = register_module("self_attn",
+                              std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+  ff = register_module("ff", std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
+                                                           o.dropout(), dg, ig));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dg));
+}
+
+Var EncoderLayer::forward(const Var& x_in, const Tensor& mask) const {
+  Var x = sublayer(x_in, norm_first_, *norm1, *dropout_,
+                   [&](const Var& h) { return self_attn->forward(h, h, mask); });
+  return sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) { return ff->forward(h); });
+}
+
+DecoderLayer::DecoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dg,
+                           Generator& ig)
+    : norm_first_(o.norm_first()) {
+  self_attn = register_module("self_attn",
+                              std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
+  cross_attn = register_module("cross_attn",
+                               std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+  norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+  ff = register_module("ff", std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
+                                                           o.dropout(), dg, ig));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dg));
+}
+
+Var DecoderLayer::forward(const Var& x_in, const Var& memory, const Tensor& self_mask,
+                          const Tensor& cross_mask, Tensor* cross_weights) const {
+  Var x = sublayer(x_in, norm_first_, *norm1, *dropout_,
+                   [&](const Var& h) { return self_attn->forward(h, h, self_mask); });
+  x = sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) {
+    return cross_attn->forward(h, memory, cross_mask, cross_weights);
+  });
+  return sublayer(x, norm_first_, *norm3, *dropout_, [&](const Var& h) { return ff->forward(h); });
+}
+
+void DecoderLayer::init_cache(LayerCache& c, const Var& memory, int64_t max_len) const {
+  const int64_t B = memory.size(0), H = self_attn->heads(), Dh = self_attn->head_dim();
+  c.self_k = Tensor::zeros({B, H, max_len, Dh}, memory.dtype());
+  c.self_v = Tensor::zeros({B, H, max_len, Dh}, memory.dtype());
+  c.cross_k = cross_attn->split_heads(cross_attn->k_proj->forward(memory));
+  c.cross_v = cross_attn->split_heads(cross_attn->v_proj->forward(memory));
+}
+
+Var DecoderLayer::step(const Var& x_in, int64_t pos, LayerCache& c, const Tensor& cross_mask,
+                       Tensor* cross_weights) const {
+  ROSETTA_CHECK(pos < c.self_k.shape()[2], "decoder: step ", pos, " beyond the cache length ",
+                c.self_k.shape()[2]);
+  Var x = sublayer(x_in, norm_first_, *norm1, *dropout_, [&](const Var& h) {
+    // Append this position's key and value, then attend over positions 0..pos.
+    Tensor k_slot = c.self_k.narrow(2, pos, 1), v_slot = c.self_v.narrow(2, pos, 1);
+    k_slot.copy_(self_attn->split_heads(self_attn->k_proj->forward(h)).data());
+    v_slot.copy_(self_attn->split_heads(self_attn->v_proj->forward(h)).data());
+    const Var q = self_attn->split_heads(self_attn->q_proj->forward(h));
+    return self_attn->attend(q, Var(c.self_k.narrow(2, 0, pos + 1)),
+                             Var(c.self_v.narrow(2, 0, pos + 1)), Tensor(), nullptr);
+  });
+  x = sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) {
+    const Var q = cross_attn->split_heads(cross_attn->q_proj->forward(h));
+    return cross_attn->attend(q, c.cross_k, c.cross_v, cross_mask, cross_weights);
+  });
+  return sublayer(x, norm_first_, *norm3, *dropout_, [&](const Var& h) { return ff->forward(h); });
+}
+
+Encoder::Encoder(const TransformerOptions& o, std::shared_ptr<Generator> dg, Generator& ig) {
+  for (int64_t i = 0; i < o.encoder_layers(); ++i) layers.push_back(std::make_shared<EncoderLayer>(o, dg, ig));
+  struct Layers : Module {
+    explicit Layers(const std::vector<std::shared_ptr<EncoderLayer>>& ls) {
+      for (size_t i = 0; i < ls.size(); ++i) register_module(std::to_string(i), ls[i]);
+    }
+  };
+  register_module("layers", std::make_shared<Layers>(layers));
+  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+}
+
+Var Encoder::forward(const Var& x_in, const Tensor& mask) const {
+  Var x = x_in;
+  for (const auto& l : layers) x = l->forward(x, mask);
+  return norm->forward(x);
+}
+
+Decoder::Decoder(const TransformerOptions& o, std::shared_ptr<Generator> dg, Generator& ig) {
+  for (int64_t i = 0; i < o.decoder_layers(); ++i) layers.push_back(std::make_shared<DecoderLayer>(o, dg, ig));
+  struct Layers : Module {
+    explicit Layers(const std::vector<std::shared_ptr<DecoderLayer>>& ls) {
+      for (size_t i = 0; i < ls.size(); ++i) register_module(std::to_string(i), ls[i]);
+    }
+  };
+  register_module("layers", std::make_shared<Layers>(layers));
+  norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
+}
+
+Var Decoder::forward(const Var& x_in, const Var& memory, const Tensor& self_mask,
+                     const Tensor& cross_mask, Tensor* last_cross_weights) const {
+  Var x = x_in;
+  for (size_t i = 0; i < layers.size(); ++i)
+    x = layers[i]->forward(x, memory, self_mask, cross_mask,
+                           i + 1 == layers.size() ? last_cross_weights : nullptr);
+  return norm->forward(x);
+}
+
+// ------------------------------------------------------------------ decoder state
+
+namespace {
+// Rows `index` of the leading (batch) axis.
+Tensor take_rows(const Tensor& t, const Tensor& index) {
+  if (!t.defined()) return t;
+  Shape out_shape = t.shape();
+  out_shape[0] = index.numel();
+  const Tensor flat = t.contiguous().reshape({t.shape()[0], -1});
+  if (t.dtype() == DType::i32) {
+    // index_select is for float tables; masks are small, copy row by row.
+    Tensor out = Tensor::empty(out_shape, DType::i32);
+    const auto idx = index.to_vector<int32_t>();
+    for (size_t i = 0; i < idx.size(); ++i) out.select(0, int64_t(i)).copy_(t.select(0, idx[i]));
+    return out;
+  }
+  return index_select(flat, index).reshape(out_shape);
+}
+}  // namespace
+
+void DecoderState::select(const Tensor& index) {
+  for (LayerCache& c : layers) {
+    c.self_k = take_rows(c.self_k, index);
+    c.self_v = take_rows(c.self_v, index);
+    c.cross_k = Var(take_rows(c.cross_k.data(), index));
+    c.cross_v = Var(take_rows(c.cross_v.data(), index));
+  }
+  src_mask = take_rows(src_mask, index);
+}
+
+// ------------------------------------------------------------------ the model
+
+namespace {
+// The output bias alone, for a projection tied to the target embedding.
+class OutputBias : public Module {
+ public:
+  explicit OutputBias(int64_t vocab) { bias = register_parameter("bias", Tensor::zeros({vocab})); }
+  Var bias;
+};
+}  // namespace
+
+Transformer::Transformer(const TransformerOptions& o, Generator& ig) : options_(o) {
+  o.validate();
+  dropout_gen_ = std::make_shared<Generator>(ig.next_u64());
+  const int64_t D = o.d_model();
+  if (o.share_embeddings()) {
+    src_embed = tgt_embed =
+        register_module("shared_embed", std::make_shared<Embedding>(EmbeddingOptions(o.src_vocab(), D), ig));
+  } else {
+    src_embed = register_module("src_embed", std::make_shared<Embedding>(EmbeddingOptions(o.src_vocab(), D), ig));
+    tgt_embed = register_module("tgt_embed", std::make_shared<Embedding>(EmbeddingOptions(o.tgt_vocab(), D), ig));
+  }
+  pos = register_module("pos", std::make_shared<SinusoidalPositionalEncoding>(D, o.max_len()));
+  dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dropout_gen_));
+  encoder = register_module("encoder", std::make_shared<Encoder>(o, dropout_gen_, ig));
+  decoder = register_module("decoder", std::make_shared<Decoder>(o, dropout_gen_, ig));
+  if (o.tie_output()) {
+    auto b = std::make_shared<OutputBias>(o.tgt_vocab());
+    out_weight = tgt_embed->weight;
+    out_bias = b->bias;
+    out_proj = register_module("out_proj", b);
+  } else {
+    auto lin = std::make_shared<Linear>(LinearOptions(D, o.tgt_vocab()), ig);
+    out_weight = lin->weight;
+    out_bias = lin->bias;
+    out_proj = register_module("out_proj", lin);
+  }
+}
+
+Var Transformer::embed(const Embedding& table, const Tensor& ids, int64_t start) const {
+  const int64_t T = ids.shape()[1];
+  ROSETTA_CHECK(start + T <= options_.max_len(), "sequence of length ", start + T,
+                " exceeds the model's maximum length ", options_.max_len());
+  Var e = table.forward(ids) * std::sqrt(double(options_.d_model()));
+  e = e + Var(pos->rows(start, T));
+  return dropout_->forward(e);
+}
+
+Var Transformer::encode(const Tensor& src) const {
+  ROSETTA_CHECK(src.dim() == 2 && src.dtype() == DType::i32, "encode: source must be I32 [B, S], got ",
+                src.shape());
+  return encoder->forward(embed(*src_embed, src, 0), key_padding_mask(src, options_.pad_id()));
+}
+
+Var Transformer::decode(const Tensor& tgt_in, const Var& memory, const Tensor& src_mask,
+                        Tensor* cross_weights) const {
+  ROSETTA_CHECK(tgt_in.dim() == 2 && tgt_in.dtype() == DType::i32,
+                "decode: target must be I32 [B, T], got ", tgt_in.shape());
+  const Tensor self_mask =
+      combine_masks(causal_mask(tgt_in.shape()[1]), key_padding_mask(tgt_in, options_.pad_id()));
+  return decoder->forward(embed(*tgt_embed, tgt_in, 0), memory, self_mask, src_mask, cross_weights);
+}
+
+Var Transformer::project(const Var& hidden) const { return linear(hidden, out_weight, out_bias); }
+
+Var Transformer::forward(const Tensor& src, const Tensor& tgt_in) const {
+  ROSETTA_CHECK(src.dim() == 2 && tgt_in.dim() == 2 && src.shape()[0] == tgt_in.shape()[0],
+                "Transformer: source ", src.shape(), " and target ", tgt_in.shape(),
+                " must be [B, S] and [B, T]");
+  const Var memory = encode(src);
+  return project(decode(tgt_in, memory, key_padding_mask(src, options_.pad_id())));
+}
+
+DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
+  ROSETTA_CHECK(max_len > 0 && max_len <= options_.max_len(), "decoding length ", max_len,
+                " outside [1, ", options_.max_len(), "]");
+  DecoderState st;
+  const Var memory = encode(src);
+  st.src_mask = key_padding_mask(src, options_.pad_id());
+  st.layers.resize(decoder->layers.size());
+  for (size_t i = 0; i < decoder->layers.size(); ++i)
+    decoder->layers[i]->init_cache(st.layers[i], memory, max_len);
+  return st;
+}
+
+Var Transformer::step(DecoderState& st, const Tensor& tokens, Tensor* cross_weights) const {
+  ROSETTA_CHECK(tokens.dim() == 1 && tokens.shape()[0] == st.batch(), "decoder step: tokens ",
+                tokens.shape(), " for a batch of ", st.batch());
+  Var x = embed(*tgt_embed, tokens.reshape({st.batch(), 1}), st.length);
+  for (size_t i = 0; i < decoder->layers.size(); ++i)
+    x = decoder->layers[i]->step(x, st.length, st.layers[i], st.src_mask,
+                                 i + 1 == decoder->layers.size() ? cross_weights : nullptr);
+  ++st.length;
+  const Var logits = project(decoder->norm->forward(x));
+  return reshape(logits, {st.batch(), logits.size(-1)});
+}
+
+}  // namespace rosetta::nn
