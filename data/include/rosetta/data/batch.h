@@ -35,7 +35,9 @@ namespace rosetta::data {
 struct BatchOptions {
   size_t max_tokens_ = 4096;     // budget: B * max(S, T) <= max_tokens
   size_t max_sentences_ = 0;     // optional cap on B (0 = none)
-  size_t bucket_chunk_ = 4096;   // pairs sorted together; 0 = the whole epoch
+  // Pairs sorted by length together; batches never straddle two chunks, so keep it much
+  // larger than a batch. 0 = the whole epoch.
+  size_t bucket_chunk_ = 4096;
   bool shuffle_ = true;
   uint64_t seed_ = 0;
   bool src_eos_ = false;         // append eos to every source sequence
