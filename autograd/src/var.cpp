@@ -55,6 +55,15 @@ void Var::bind_grad_buffer(const Tensor& grad) {
   impl_->grad_is_buffer = true;
 }
 
+void Var::bind_data_buffer(const Tensor& buffer) {
+  ROSETTA_CHECK(is_leaf(), "bind_data_buffer: only leaves can move their value");
+  ROSETTA_CHECK(buffer.shape() == shape() && buffer.dtype() == dtype(), "bind_data_buffer: buffer ",
+                buffer.shape(), " does not match ", shape());
+  Tensor b = buffer;
+  b.copy_(impl_->data);
+  impl_->data = b;
+}
+
 const Tensor& Saved::get() const {
   ROSETTA_CHECK(t_.version() == version_,
                 "backward: a tensor saved for the gradient was modified in place after it was "

@@ -66,6 +66,9 @@ class Var {
 
   // Makes `grad` (zeroed, same shape) the gradient buffer of this leaf.
   void bind_grad_buffer(const Tensor& grad);
+  // Moves this leaf's value into `buffer` (same shape and dtype; e.g. a view of an optimizer's
+  // flat parameter storage): the value is copied there and the buffer becomes the value.
+  void bind_data_buffer(const Tensor& buffer);
 
   VarImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<VarImpl>& impl_ptr() const { return impl_; }

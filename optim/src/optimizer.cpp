@@ -1,0 +1,199 @@
+#include "rosetta/optim/optimizer.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <unordered_set>
+
+namespace rosetta::optim {
+
+namespace {
+// Element count above which the update loop goes parallel.
+constexpr int64_t kGrain = 1 << 14;
+
+template <class F>
+void parallel_loop(int64_t n, F&& f) {
+#pragma omp parallel for schedule(static) if (n >= kGrain)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Var> params, double lr) : params_(std::move(params)), lr_(lr) {
+  ROSETTA_CHECK(!params_.empty(), "optimizer: no parameters");
+  set_lr(lr);
+  int64_t n = 0;
+  std::unordered_set<const VarImpl*> seen;
+  for (const Var& p : params_) {
+    ROSETTA_CHECK(p.defined() && p.is_leaf() && p.requires_grad(),
+                  "optimizer: parameters must be leaves that require a gradient");
+    ROSETTA_CHECK(p.dtype() == DType::f32, "optimizer: parameters must be F32, got ",
+                  dtype_name(p.dtype()));
+    ROSETTA_CHECK(seen.insert(p.impl()).second, "optimizer: a parameter is listed twice");
+    n += p.numel();
+  }
+  data_ = Tensor::empty({n});
+  grad_ = Tensor::zeros({n});
+  int64_t at = 0;
+  for (Var& p : params_) {
+    const int64_t k = p.numel();
+    p.bind_data_buffer(data_.narrow(0, at, k).view(p.shape()));
+    p.bind_grad_buffer(grad_.narrow(0, at, k).view(p.shape()));
+    at += k;
+  }
+}
+
+void Optimizer::set_lr(double lr) {
+  ROSETTA_CHECK(std::isfinite(lr) && lr >= 0, "optimizer: learning rate ", lr, " is not a ",
+                "finite non-negative number");
+  lr_ = lr;
+}
+
+std::map<std::string, std::string> Optimizer::state_metadata() const {
+  return {{"optim.type", name()},
+          {"optim.step", std::to_string(step_)},
+          {"optim.numel", std::to_string(numel())}};
+}
+
+void Optimizer::load_state(const std::function<const Tensor*(const std::string&)>& find,
+                           const std::map<std::string, std::string>& meta) {
+  auto get = [&](const std::string& key) {
+    auto it = meta.find(key);
+    ROSETTA_CHECK(it != meta.end(), "optimizer state: no ", key, " in the checkpoint");
+    return it->second;
+  };
+  ROSETTA_CHECK(get("optim.type") == name(), "optimizer state is for '", get("optim.type"),
+                "', this run uses '", name(), "'");
+  ROSETTA_CHECK(get("optim.numel") == std::to_string(numel()), "optimizer state holds ",
+                get("optim.numel"), " values, the model has ", numel());
+  int64_t step = 0;
+  try {
+    step = std::stoll(get("optim.step"));
+  } catch (const std::exception&) {
+    ROSETTA_FAIL("optimizer state: optim.step = '", get("optim.step"), "' is not an integer");
+  }
+  ROSETTA_CHECK(step >= 0, "optimizer state: negative step ", step);
+  std::vector<std::pair<Tensor*, const Tensor*>> loads;
+  for (auto& [n, dst] : buffers()) {
+    const Tensor* src = find(n);
+    ROSETTA_CHECK(src != nullptr, "optimizer state: no ", n, " in the checkpoint");
+    ROSETTA_CHECK(src->shape() == dst->shape() && src->dtype() == dst->dtype(), "optimizer state: ",
+                  n, " is ", src->shape(), " ", dtype_name(src->dtype()), ", expected ",
+                  dst->shape(), " ", dtype_name(dst->dtype()));
+    loads.emplace_back(dst, src);
+  }
+  for (auto& [dst, src] : loads) dst->copy_(*src);
+  step_ = step;
+}
+
+// ------------------------------------------------------------------ SGD
+
+SGD::SGD(std::vector<Var> params, const SGDOptions& o) : Optimizer(std::move(params), o.lr), o_(o) {
+  ROSETTA_CHECK(o.momentum >= 0 && o.weight_decay >= 0 && o.dampening >= 0,
+                "SGD: momentum, dampening and weight decay must be non-negative");
+  ROSETTA_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+                "SGD: Nesterov momentum needs momentum > 0 and no dampening");
+  if (o.momentum > 0) momentum_ = zeros_like_flat();
+}
+
+// g = grad + wd * p
+// buf = g (first step) | momentum * buf + (1 - dampening) * g
+// g = nesterov ? g + momentum * buf : buf
+// p -= lr * g
+void SGD::step() {
+  float* p = data_.data<float>();
+  const float* grad = grad_.data<float>();
+  float* buf = momentum_.defined() ? momentum_.data<float>() : nullptr;
+  const float wd = float(o_.weight_decay), mom = float(o_.momentum),
+              damp = float(1.0 - o_.dampening), lr = float(lr_);
+  const bool first = step_ == 0, nesterov = o_.nesterov;
+  parallel_loop(numel(), [&](int64_t i) {
+    float g = wd != 0 ? grad[i] + p[i] * wd : grad[i];
+    if (buf) {
+      buf[i] = first ? g : buf[i] * mom + g * damp;
+      g = nesterov ? g + buf[i] * mom : buf[i];
+    }
+    p[i] += g * -lr;
+  });
+  data_.bump_version();
+  ++step_;
+}
+
+NamedTensors SGD::state_tensors() const {
+  if (!momentum_.defined()) return {};
+  return {{"optim.momentum", momentum_}};
+}
+
+std::vector<std::pair<std::string, Tensor*>> SGD::buffers() {
+  if (!momentum_.defined()) return {};
+  return {{"optim.momentum", &momentum_}};
+}
+
+// ------------------------------------------------------------------ Adam / AdamW
+
+Adam::Adam(std::vector<Var> params, const AdamOptions& o) : Optimizer(std::move(params), o.lr), o_(o) {
+  ROSETTA_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+                "Adam: betas (", o.beta1, ", ", o.beta2, ") outside [0, 1)");
+  ROSETTA_CHECK(o.eps >= 0 && o.weight_decay >= 0, "Adam: eps and weight decay must be non-negative");
+  exp_avg_ = zeros_like_flat();
+  exp_avg_sq_ = zeros_like_flat();
+}
+
+// AdamW: p *= 1 - lr * wd;  Adam (L2): g = grad + wd * p
+// m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+// p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+void Adam::step() {
+  ++step_;
+  const double bc1 = 1.0 - std::pow(o_.beta1, double(step_));
+  const double bc2 = 1.0 - std::pow(o_.beta2, double(step_));
+  const float step_size = float(lr_ / bc1), bc2_sqrt = float(std::sqrt(bc2));
+  const float b1 = float(o_.beta1), b2 = float(o_.beta2), one_b1 = float(1.0 - o_.beta1),
+              one_b2 = float(1.0 - o_.beta2), eps = float(o_.eps), wd = float(o_.weight_decay),
+              decay = float(1.0 - lr_ * o_.weight_decay);
+  const bool decoupled = o_.decoupled;
+  float* p = data_.data<float>();
+  const float* grad = grad_.data<float>();
+  float *m = exp_avg_.data<float>(), *v = exp_avg_sq_.data<float>();
+  parallel_loop(numel(), [&](int64_t i) {
+    float g = grad[i];
+    if (decoupled) p[i] *= decay;
+    else if (wd != 0) g = g + p[i] * wd;
+    m[i] = m[i] * b1 + g * one_b1;
+    v[i] = v[i] * b2 + g * g * one_b2;
+    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+    p[i] += -step_size * (m[i] / denom);
+  });
+  data_.bump_version();
+}
+
+NamedTensors Adam::state_tensors() const {
+  return {{"optim.exp_avg", exp_avg_}, {"optim.exp_avg_sq", exp_avg_sq_}};
+}
+
+std::vector<std::pair<std::string, Tensor*>> Adam::buffers() {
+  return {{"optim.exp_avg", &exp_avg_}, {"optim.exp_avg_sq", &exp_avg_sq_}};
+}
+
+// ------------------------------------------------------------------ clipping
+
+double grad_norm(const Optimizer& opt) {
+  const float* g = opt.flat_grads().data<float>();
+  const int64_t n = opt.numel();
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) if (n >= kGrain)
+  for (int64_t i = 0; i < n; ++i) s += double(g[i]) * g[i];
+  return std::sqrt(s);
+}
+
+double clip_grad_norm(Optimizer& opt, double max_norm) {
+  ROSETTA_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
+  const double norm = grad_norm(opt);
+  if (std::isfinite(norm) && norm > max_norm) {
+    const float scale = float(max_norm / (norm + 1e-6));
+    float* g = opt.flat_grads().data<float>();
+    parallel_loop(opt.numel(), [&](int64_t i) { g[i] *= scale; });
+    opt.flat_grads().bump_version();
+  }
+  return norm;
+}
+
+}  // namespace rosetta::optim
