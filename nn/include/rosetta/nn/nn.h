@@ -4,4 +4,5 @@
 #include "rosetta/nn/attention.h"
 #include "rosetta/nn/layers.h"
 #include "rosetta/nn/module.h"
+#include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
