@@ -7,7 +7,8 @@
 # Uses /usr/share/trans/de-en when the package is installed; otherwise downloads the .deb once
 # into a cache directory (ROSETTA_CACHE, default ~/.cache/rosetta) with apt-get download and
 # unpacks it with dpkg -x (no installation, no root needed unless apt lists are missing).
-# Idempotent: running it again rewrites the same files. The binary is ${ROSETTA_BIN:-build/rosetta}.
+# Idempotent: running it again rewrites the same files. The binary is $ROSETTA_BIN, else
+# build/rosetta (or build/apps/rosetta) in the repository.
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
@@ -17,7 +18,14 @@ fi
 out=$1
 shift
 
-rosetta=${ROSETTA_BIN:-build/rosetta}
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ -n "${ROSETTA_BIN:-}" ]]; then
+  rosetta=$ROSETTA_BIN
+elif [[ ! -x "$root/build/rosetta" && -x "$root/build/apps/rosetta" ]]; then
+  rosetta=$root/build/apps/rosetta  # where CMake puts it unless told otherwise
+else
+  rosetta=$root/build/rosetta
+fi
 if [[ ! -x "$rosetta" ]]; then
   echo "error: $rosetta not found or not executable (build it, or set ROSETTA_BIN)" >&2
   exit 1
@@ -40,7 +48,10 @@ if [[ ! -f "$ding" ]]; then
         apt-get update -qq
       fi
       # apt-get download writes to the current directory.
-      (cd "$cache" && apt-get download -qq trans-de-en)
+      # As root, apt's _apt sandbox user cannot write into $cache; skip the sandbox warning.
+      sandbox=()
+      [[ $(id -u) -eq 0 ]] && sandbox=(-o APT::Sandbox::User=root)
+      (cd "$cache" && apt-get download -qq "${sandbox[@]}" trans-de-en)
     fi
     debs=("$cache"/trans-de-en_*.deb)
     rm -rf "$cache/trans-de-en.tmp"

@@ -120,7 +120,10 @@ Tokenizer Tokenizer::train_file(const std::filesystem::path& path, const Tokeniz
   std::vector<std::string> sentences;
   LineReader reader(path, LineReader::kDefaultMaxLineBytes);
   std::string line;
-  while (reader.next(line)) sentences.push_back(line);
+  while (reader.next(line)) {
+    check_text(line, reader.name(), reader.line_number());
+    sentences.push_back(line);
+  }
   ROSETTA_CHECK(!sentences.empty(), path.string(), ": no training text");
   return train(sentences, o);
 }

@@ -128,6 +128,8 @@ TEST_CASE("tokenizer: training from a file", "[data]") {
   const auto path = dir.write("train.txt", text);
   const Tokenizer from_file = Tokenizer::train_file(path, TokenizerOptions().vocab_size(60));
   CHECK(from_file.serialized() == small_unigram().serialized());
+  const auto bad = dir.write("bad.txt", "gut\nschlecht \xC3\n");
+  CHECK_THROWS_WITH(Tokenizer::train_file(bad), Contains("bad.txt:2: invalid UTF-8 at byte 10"));
 }
 
 TEST_CASE("tokenizer: vocabulary larger than the text clamps, or throws when hard", "[data]") {

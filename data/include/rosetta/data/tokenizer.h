@@ -71,7 +71,8 @@ class Tokenizer {
   // SentencePiece refuses (e.g. a vocabulary smaller than the alphabet).
   static Tokenizer train(const std::vector<std::string>& sentences,
                          const TokenizerOptions& options = {});
-  // Trains on a UTF-8 text file, one sentence per line (CRLF tolerated, blank lines skipped).
+  // Trains on a UTF-8 text file, one sentence per line (BOM and CRLF tolerated, blank lines
+  // skipped; invalid UTF-8 or NUL bytes are an error naming file:line).
   static Tokenizer train_file(const std::filesystem::path& path,
                               const TokenizerOptions& options = {});
 
