@@ -1,24 +1,12 @@
 # Finds the Debian 12 packages rosetta builds on. Nothing is downloaded.
 find_package(OpenMP REQUIRED)
 
-# The OpenMP build of OpenBLAS (libopenblas-openmp-dev), so BLAS threads and our OpenMP loops
-# share one pool. Debian installs it beside the pthread build; pick it explicitly.
-find_path(ROSETTA_CBLAS_INCLUDE cblas.h
-  PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
-  NO_DEFAULT_PATH)
-find_library(ROSETTA_OPENBLAS openblas
-  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
-  NO_DEFAULT_PATH)
-if(NOT ROSETTA_CBLAS_INCLUDE OR NOT ROSETTA_OPENBLAS)
+# The OpenMP build of OpenBLAS: the imported target rosetta_openblas (also installed with the
+# package, so find_package(rosetta) recreates it).
+include(${CMAKE_CURRENT_LIST_DIR}/RosettaOpenBLAS.cmake)
+if(NOT RosettaOpenBLAS_FOUND)
   message(FATAL_ERROR "OpenMP OpenBLAS not found: apt-get install libopenblas-openmp-dev (scripts/install-deps.sh)")
 endif()
-if(NOT TARGET rosetta_openblas)
-  add_library(rosetta_openblas INTERFACE IMPORTED)
-  set_target_properties(rosetta_openblas PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${ROSETTA_CBLAS_INCLUDE}"
-    INTERFACE_LINK_LIBRARIES "${ROSETTA_OPENBLAS};OpenMP::OpenMP_CXX")
-endif()
-get_filename_component(ROSETTA_OPENBLAS_DIR "${ROSETTA_OPENBLAS}" DIRECTORY)
 # Load the OpenMP build at run time too, whatever the libopenblas.so.0 alternative points to.
 list(APPEND CMAKE_BUILD_RPATH "${ROSETTA_OPENBLAS_DIR}")
 list(APPEND CMAKE_INSTALL_RPATH "${ROSETTA_OPENBLAS_DIR}")

@@ -1,0 +1,34 @@
+// The whole public API of rosetta in one include:
+//
+//   #include <rosetta/rosetta.h>      // link rosetta::rosetta
+//
+// core      Tensor (views on shared storage), kernels, Generator, safetensors, file I/O
+// autograd  Var, the differentiable ops, NoGradGuard, gradcheck
+// nn        Module, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
+// optim     SGD, Adam/AdamW, learning-rate schedules, clip_grad_norm
+// data      SentencePiece Tokenizer, corpora, token-budget batching, BLEU/chrF, Ding extraction
+//
+// Each layer's headers can also be included on their own (link the matching rosetta::<layer>).
+#pragma once
+
+#include "rosetta/version.h"
+
+#include "rosetta/core/check.h"
+#include "rosetta/core/io.h"
+#include "rosetta/core/ops.h"
+#include "rosetta/core/random.h"
+#include "rosetta/core/safetensors.h"
+#include "rosetta/core/shape.h"
+#include "rosetta/core/tensor.h"
+
+#include "rosetta/autograd/autograd.h"
+
+#include "rosetta/nn/nn.h"
+
+#include "rosetta/optim/optim.h"
+
+#include "rosetta/data/batch.h"
+#include "rosetta/data/corpus.h"
+#include "rosetta/data/ding.h"
+#include "rosetta/data/metrics.h"
+#include "rosetta/data/tokenizer.h"
