@@ -7,5 +7,9 @@
 namespace rosetta::cli {
 
 void register_prepare_corpus(CLI::App& app);
+void register_train(CLI::App& app, int argc, char** argv);
+void register_translate(CLI::App& app);
+void register_eval(CLI::App& app);   // eval and score
+void register_plot(CLI::App& app);
 
 }  // namespace rosetta::cli

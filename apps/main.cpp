@@ -5,12 +5,18 @@
 #include <exception>
 
 #include "commands.h"
+#include "log.h"
 #include "rosetta/core/check.h"
 
 int main(int argc, char** argv) {
+  rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};
   app.set_version_flag("--version", std::string("rosetta ") + ROSETTA_VERSION);
   app.require_subcommand(1);
+  rosetta::cli::register_train(app, argc, argv);
+  rosetta::cli::register_translate(app);
+  rosetta::cli::register_eval(app);
+  rosetta::cli::register_plot(app);
   rosetta::cli::register_prepare_corpus(app);
   try {
     app.parse(argc, argv);

@@ -105,6 +105,12 @@ AllocatorStats allocator_stats() {
   return c.stats;
 }
 
+void reset_allocator_peak() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.stats.peak_bytes = c.stats.in_use_bytes;
+}
+
 void release_cached_memory() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);

@@ -34,6 +34,8 @@ struct AllocatorStats {
 void* allocate_bytes(size_t nbytes);
 void free_bytes(void* p, size_t nbytes);
 AllocatorStats allocator_stats();
+// Restarts peak tracking from the bytes in use now (to measure one phase, e.g. a step).
+void reset_allocator_peak();
 // Returns every cached block to the system (e.g. after a different workload).
 void release_cached_memory();
 // Upper bound on cached bytes (default 2 GiB).

@@ -1,0 +1,68 @@
+// rosetta train: train a translator (or the copy task), resumable.
+#include <csignal>
+#include <cstring>
+#include <iostream>
+
+#include "commands.h"
+#include "log.h"
+#include "rosetta/core/check.h"
+#include "trainer.h"
+#include "translator.h"
+
+namespace rosetta::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_signal(int sig) {
+  if (g_stop.exchange(true)) {  // a second signal stops at once
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+// `--resume DIR` reads DIR/config.toml unless --config is given: flags on the command line
+// still override it (e.g. a larger --max-steps to train longer).
+std::string resume_dir(int argc, char** argv) {
+  std::string dir;
+  bool has_config = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--resume" && i + 1 < argc) dir = argv[i + 1];
+    else if (a.rfind("--resume=", 0) == 0) dir = a.substr(9);
+    else if (a == "--config" || a.rfind("--config=", 0) == 0) has_config = true;
+  }
+  return has_config ? "" : dir;
+}
+
+}  // namespace
+
+void register_train(CLI::App& app, int argc, char** argv) {
+  auto config = std::make_shared<TrainConfig>();
+  auto dump = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("train", "train a translator (or --task copy) into --out DIR");
+  const std::string resume = resume_dir(argc, argv);
+  cmd->set_config("--config", resume.empty() ? "" : RunPaths(resume).config(),
+                  "read options from a TOML file (flags given here override it)");
+  cmd->add_flag("--dump-config", *dump, "print the effective configuration as TOML and exit")
+      ->configurable(false);
+  add_train_options(*cmd, *config);
+  cmd->callback([cmd, config, dump] {
+    if (*dump) {
+      std::cout << cmd->config_to_str(true, true);
+      return;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    TrainConfig c = *config;
+    if (!c.resume.empty()) c.out = c.resume;
+    // The effective configuration, with the run directory filled in.
+    std::string toml = cmd->config_to_str(true, false);
+    const TrainOutcome r = train(c, toml, &g_stop);
+    if (r.stop_reason == "interrupted")
+      spdlog::info("interrupted at step {}; resume with: rosetta train --resume {}", r.steps, c.out);
+  });
+}
+
+}  // namespace rosetta::cli

@@ -1,0 +1,188 @@
+#include "train_config.h"
+
+#include <cmath>
+
+#include "rosetta/core/check.h"
+
+namespace rosetta::cli {
+
+void add_train_options(CLI::App& cmd, TrainConfig& c) {
+  const char* data = "Data";
+  cmd.add_option("--task", c.task, "translate, or copy (synthetic copy task, no files)")
+      ->check(CLI::IsMember({"translate", "copy"}))->group(data);
+  cmd.add_option("--train", c.train, "training corpus, TSV: source<TAB>target")->group(data);
+  cmd.add_option("--valid", c.valid, "validation corpus, TSV")->group(data);
+  cmd.add_option("--src", c.src, "training sources, one per line (with --tgt)")->group(data);
+  cmd.add_option("--tgt", c.tgt, "training targets, line-aligned with --src")->group(data);
+  cmd.add_option("--valid-src", c.valid_src, "validation sources (with --valid-tgt)")->group(data);
+  cmd.add_option("--valid-tgt", c.valid_tgt, "validation targets")->group(data);
+  cmd.add_option("--out", c.out, "run directory to create")->group(data);
+  cmd.add_option("--resume", c.resume, "run directory to continue from its last checkpoint")
+      ->group(data)->configurable(false);
+  cmd.add_option("--max-src-len", c.max_src_len, "drop pairs whose source has more tokens")->group(data);
+  cmd.add_option("--max-tgt-len", c.max_tgt_len, "drop pairs whose target has more tokens")->group(data);
+
+  const char* tok = "Tokenizer";
+  cmd.add_option("--vocab-size", c.vocab_size, "SentencePiece vocabulary size")->group(tok);
+  cmd.add_option("--joint-vocab", c.joint_vocab, "one vocabulary for source and target")->group(tok);
+  cmd.add_option("--tokenizer", c.tokenizer, "unigram or bpe")
+      ->check(CLI::IsMember({"unigram", "bpe"}))->group(tok);
+
+  const char* model = "Model";
+  cmd.add_option("--d-model", c.d_model, "model width")->group(model);
+  cmd.add_option("--heads", c.heads, "attention heads")->group(model);
+  cmd.add_option("--ff", c.ff, "feed-forward width")->group(model);
+  cmd.add_option("--encoder-layers", c.encoder_layers, "encoder layers")->group(model);
+  cmd.add_option("--decoder-layers", c.decoder_layers, "decoder layers")->group(model);
+  cmd.add_option("--dropout", c.dropout, "dropout probability")->group(model);
+  cmd.add_option("--norm", c.norm, "pre (pre-norm) or post (post-norm, as the paper)")
+      ->check(CLI::IsMember({"pre", "post"}))->group(model);
+  cmd.add_option("--activation", c.activation, "relu or gelu")
+      ->check(CLI::IsMember({"relu", "gelu"}))->group(model);
+  cmd.add_option("--share-embeddings", c.share_embeddings,
+                 "one embedding table for source and target (needs --joint-vocab)")->group(model);
+  cmd.add_option("--tie-output", c.tie_output, "output projection = target embedding")->group(model);
+  cmd.add_option("--max-len", c.max_len, "longest sequence the model accepts")->group(model);
+
+  const char* opt = "Optimisation";
+  cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing")->group(opt);
+  cmd.add_option("--optimizer", c.optimizer, "adam, adamw or sgd")
+      ->check(CLI::IsMember({"adam", "adamw", "sgd"}))->group(opt);
+  cmd.add_option("--lr", c.lr, "peak learning rate (the factor, for noam)")->group(opt);
+  cmd.add_option("--beta1", c.beta1, "Adam beta1")->group(opt);
+  cmd.add_option("--beta2", c.beta2, "Adam beta2")->group(opt);
+  cmd.add_option("--eps", c.eps, "Adam epsilon")->group(opt);
+  cmd.add_option("--weight-decay", c.weight_decay, "weight decay")->group(opt);
+  cmd.add_option("--momentum", c.momentum, "SGD momentum")->group(opt);
+  cmd.add_option("--schedule", c.schedule, "constant, noam, inverse-sqrt or cosine")
+      ->check(CLI::IsMember({"constant", "noam", "inverse-sqrt", "cosine"}))->group(opt);
+  cmd.add_option("--warmup", c.warmup, "warmup steps")->group(opt);
+  cmd.add_option("--max-tokens", c.max_tokens, "token budget per batch (B x padded length)")->group(opt);
+  cmd.add_option("--accum", c.accum, "batches accumulated per update")->group(opt);
+  cmd.add_option("--clip", c.clip, "clip gradients to this global norm (0: off)")->group(opt);
+
+  const char* stop = "Stopping";
+  cmd.add_option("--max-steps", c.max_steps, "stop after this many updates (0: no limit)")->group(stop);
+  cmd.add_option("--max-epochs", c.max_epochs, "stop after this many epochs (0: no limit)")->group(stop);
+  cmd.add_option("--max-time", c.max_time, "stop after this long: seconds, or 90s, 15m, 2h")->group(stop);
+  cmd.add_option("--early-stopping", c.early_stopping,
+                 "stop after this many validations without improvement (0: off)")->group(stop);
+
+  const char* run = "Run";
+  cmd.add_option("--seed", c.seed, "random seed (weights, dropout, data order)")->group(run);
+  cmd.add_option("--threads", c.threads, "threads (0: OMP_NUM_THREADS or all cores)")->group(run);
+  cmd.add_option("--validate-every", c.validate_every, "validate every N updates (0: only at the end)")->group(run);
+  cmd.add_option("--save-every", c.save_every, "checkpoint every N updates (0: only at the end)")->group(run);
+  cmd.add_option("--log-every", c.log_every, "log training metrics every N updates")->group(run);
+  cmd.add_option("--valid-bleu-sentences", c.valid_bleu_sentences,
+                 "validation sentences translated for BLEU/chrF (0: none)")->group(run);
+  cmd.add_option("--valid-beam", c.valid_beam, "beam size for validation translations")->group(run);
+  cmd.add_option("--on-nonfinite", c.on_nonfinite,
+                 "a non-finite loss or gradient: skip the update, or stop")
+      ->check(CLI::IsMember({"skip", "stop"}))->group(run);
+
+  const char* copy = "Copy task";
+  cmd.add_option("--copy-symbols", c.copy_symbols, "distinct symbols")->group(copy);
+  cmd.add_option("--copy-min-len", c.copy_min_len, "shortest sequence")->group(copy);
+  cmd.add_option("--copy-max-len", c.copy_max_len, "longest sequence")->group(copy);
+  cmd.add_option("--copy-train-size", c.copy_train_size, "training sequences")->group(copy);
+  cmd.add_option("--copy-valid-size", c.copy_valid_size, "held-out sequences")->group(copy);
+}
+
+namespace {
+void positive(const char* flag, int64_t v) { ROSETTA_CHECK(v > 0, "--", flag, " must be positive, got ", v); }
+void non_negative(const char* flag, double v) {
+  ROSETTA_CHECK(v >= 0 && std::isfinite(v), "--", flag, " must be a non-negative number, got ", v);
+}
+}  // namespace
+
+void TrainConfig::validate() const {
+  positive("vocab-size", vocab_size);
+  positive("max-src-len", max_src_len);
+  positive("max-tgt-len", max_tgt_len);
+  positive("d-model", d_model);
+  positive("heads", heads);
+  positive("ff", ff);
+  positive("encoder-layers", encoder_layers);
+  positive("decoder-layers", decoder_layers);
+  positive("max-len", max_len);
+  ROSETTA_CHECK(d_model % heads == 0, "--d-model ", d_model, " is not divisible by --heads ", heads);
+  ROSETTA_CHECK(dropout >= 0 && dropout < 1, "--dropout ", dropout, " outside [0, 1)");
+  ROSETTA_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing ", label_smoothing,
+                " outside [0, 1)");
+  ROSETTA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be positive, got ", lr);
+  ROSETTA_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "--beta1/--beta2 outside [0, 1)");
+  non_negative("eps", eps);
+  non_negative("weight-decay", weight_decay);
+  non_negative("momentum", momentum);
+  non_negative("clip", clip);
+  ROSETTA_CHECK(warmup >= 0, "--warmup must not be negative, got ", warmup);
+  positive("max-tokens", max_tokens);
+  positive("accum", accum);
+  ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0 && early_stopping >= 0,
+                "--max-steps, --max-epochs and --early-stopping must not be negative");
+  ROSETTA_CHECK(validate_every >= 0 && save_every >= 0 && valid_bleu_sentences >= 0,
+                "--validate-every, --save-every and --valid-bleu-sentences must not be negative");
+  positive("log-every", log_every);
+  positive("valid-beam", valid_beam);
+  ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
+  ROSETTA_CHECK(!share_embeddings || joint_vocab || task == "copy",
+                "--share-embeddings needs --joint-vocab");
+  max_time_seconds();
+  if (task == "copy") {
+    positive("copy-symbols", copy_symbols);
+    positive("copy-min-len", copy_min_len);
+    ROSETTA_CHECK(copy_max_len >= copy_min_len, "--copy-max-len ", copy_max_len, " < --copy-min-len ",
+                  copy_min_len);
+    positive("copy-train-size", copy_train_size);
+    positive("copy-valid-size", copy_valid_size);
+    ROSETTA_CHECK(copy_max_len + 2 <= max_len, "--copy-max-len ", copy_max_len,
+                  " does not fit --max-len ", max_len);
+  } else {
+    ROSETTA_CHECK(!train.empty() || (!src.empty() && !tgt.empty()),
+                  "no training data: give --train FILE.tsv, or --src FILE --tgt FILE (or --task copy)");
+    ROSETTA_CHECK(train.empty() || src.empty(), "give either --train or --src/--tgt, not both");
+    ROSETTA_CHECK(src.empty() == tgt.empty(), "--src and --tgt go together");
+    ROSETTA_CHECK(valid_src.empty() == valid_tgt.empty(), "--valid-src and --valid-tgt go together");
+  }
+}
+
+double TrainConfig::max_time_seconds() const {
+  if (max_time.empty()) return 0;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(max_time, &used);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL("--max-time '", max_time, "' is not a duration (e.g. 900, 900s, 15m, 2h)");
+  }
+  const std::string unit = max_time.substr(used);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  ROSETTA_CHECK(scale > 0 && v >= 0 && std::isfinite(v), "--max-time '", max_time,
+                "' is not a duration (e.g. 900, 900s, 15m, 2h)");
+  return v * scale;
+}
+
+nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt_vocab) const {
+  const bool share = share_embeddings && src_vocab == tgt_vocab;
+  return nn::TransformerOptions()
+      .src_vocab(src_vocab)
+      .tgt_vocab(tgt_vocab)
+      .d_model(d_model)
+      .heads(heads)
+      .ff(ff)
+      .encoder_layers(encoder_layers)
+      .decoder_layers(decoder_layers)
+      .dropout(dropout)
+      .activation(activation)
+      .norm_first(norm == "pre")
+      .share_embeddings(share)
+      .tie_output(tie_output)
+      .max_len(max_len)
+      .pad_id(0);
+}
+
+}  // namespace rosetta::cli

@@ -1,0 +1,71 @@
+// The configuration of a training run: every `rosetta train` flag, also readable from and
+// written to TOML (CLI11's config format).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "rosetta/nn/transformer.h"
+
+namespace rosetta::cli {
+
+struct TrainConfig {
+  // data
+  std::string task = "translate";  // translate | copy
+  std::string train, valid;        // TSV files (source<TAB>target)
+  std::string src, tgt;            // or line-aligned training files
+  std::string valid_src, valid_tgt;
+  std::string out;     // run directory
+  std::string resume;  // run directory to continue
+  // tokenizer
+  int vocab_size = 8000;
+  bool joint_vocab = true;
+  std::string tokenizer = "unigram";  // unigram | bpe
+  int64_t max_src_len = 128;          // pairs longer (in tokens) are filtered out
+  int64_t max_tgt_len = 128;
+  // model
+  int64_t d_model = 256, heads = 4, ff = 1024, encoder_layers = 3, decoder_layers = 3;
+  double dropout = 0.1;
+  std::string norm = "pre";  // pre | post
+  std::string activation = "relu";
+  bool share_embeddings = true;  // needs joint_vocab
+  bool tie_output = true;
+  int64_t max_len = 256;
+  // objective, optimizer, schedule
+  double label_smoothing = 0.1;
+  std::string optimizer = "adam";  // adam | adamw | sgd
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-9, weight_decay = 0.0, momentum = 0.9;
+  std::string schedule = "inverse-sqrt";  // constant | noam | inverse-sqrt | cosine
+  int64_t warmup = 1000;
+  int64_t max_tokens = 4096;  // token budget per batch
+  int64_t accum = 1;          // batches per update
+  double clip = 1.0;          // global gradient-norm clip (0 = off)
+  // stopping
+  int64_t max_steps = 0;   // 0 = no limit
+  int64_t max_epochs = 0;  // 0 = no limit
+  std::string max_time;    // e.g. 900, 900s, 15m, 1h ("" = no limit)
+  int64_t early_stopping = 0;  // validations without improvement before stopping (0 = off)
+  // run
+  uint64_t seed = 1;
+  int threads = 0;  // 0 = OMP default
+  int64_t validate_every = 500, save_every = 500, log_every = 50;
+  int64_t valid_bleu_sentences = 500;  // valid sentences translated for BLEU/chrF (0 = none)
+  int valid_beam = 1;
+  std::string on_nonfinite = "skip";  // skip | stop
+  // synthetic copy task (--task copy)
+  int64_t copy_symbols = 10, copy_min_len = 4, copy_max_len = 10, copy_train_size = 20000,
+          copy_valid_size = 200;
+
+  // Throws rosetta::Error naming the first invalid value.
+  void validate() const;
+  double max_time_seconds() const;  // 0 = no limit
+  nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
+};
+
+// Adds every TrainConfig field as an option of `cmd` (`--d-model`, `--max-tokens`, ...).
+void add_train_options(CLI::App& cmd, TrainConfig& c);
+
+}  // namespace rosetta::cli

@@ -1,0 +1,540 @@
+#include "trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "log.h"
+#include "rosetta/autograd/functions.h"
+#include "rosetta/core/io.h"
+#include "rosetta/core/ops.h"
+#include "rosetta/core/safetensors.h"
+#include "rosetta/data/batch.h"
+#include "rosetta/data/corpus.h"
+#include "rosetta/data/metrics.h"
+#include "rosetta/optim/optim.h"
+#include "translator.h"
+
+namespace rosetta::cli {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// ------------------------------------------------------------------ data
+
+struct RunData {
+  Codec codec;
+  std::vector<data::TokenPair> train, valid;
+  std::vector<data::SentencePair> valid_text;  // validation pairs as text, for BLEU/chrF
+};
+
+// Random symbol sequences; the target is the source. Held-out sequences never occur in training.
+void make_copy_task(const TrainConfig& c, RunData& d) {
+  d.codec = Codec::symbols(c.copy_symbols);
+  Generator gen(c.seed * 1000003 + 17);
+  auto sample = [&] {
+    const int64_t len = c.copy_min_len + int64_t(gen.next_below(uint64_t(c.copy_max_len - c.copy_min_len + 1)));
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < len; ++i) ids.push_back(int32_t(4 + gen.next_below(uint64_t(c.copy_symbols))));
+    return ids;
+  };
+  std::set<std::vector<int32_t>> seen;
+  for (int64_t i = 0; i < c.copy_train_size; ++i) {
+    auto ids = sample();
+    seen.insert(ids);
+    d.train.push_back({ids, ids});
+  }
+  for (int64_t tries = 0; int64_t(d.valid.size()) < c.copy_valid_size && tries < 100 * c.copy_valid_size; ++tries) {
+    auto ids = sample();
+    if (!seen.insert(ids).second) continue;
+    d.valid.push_back({ids, ids});
+    const std::string text = d.codec.decode_target(ids);
+    d.valid_text.push_back({text, text});
+  }
+}
+
+data::Corpus read_corpus(const std::string& tsv, const std::string& src, const std::string& tgt) {
+  return tsv.empty() ? data::read_aligned(src, tgt) : data::read_tsv(tsv);
+}
+
+void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, RunData& d) {
+  const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
+  spdlog::info("training corpus: {} pairs read, {} skipped as empty", train.read, train.skipped_empty);
+  data::Corpus valid;
+  if (!c.valid.empty() || !c.valid_src.empty()) {
+    valid = read_corpus(c.valid, c.valid_src, c.valid_tgt);
+    spdlog::info("validation corpus: {} pairs", valid.pairs.size());
+  }
+  data::Tokenizer src_tok, tgt_tok;
+  if (resuming) {
+    src_tok = data::Tokenizer::load(run.src_model());
+    tgt_tok = data::Tokenizer::load(run.tgt_model());
+  } else {
+    const auto opts = data::TokenizerOptions()
+                          .vocab_size(c.vocab_size)
+                          .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
+                          .seed(uint32_t(c.seed))
+                          .num_threads(1);
+    std::vector<std::string> src_text, tgt_text;
+    for (const auto& p : train.pairs) {
+      src_text.push_back(p.src);
+      tgt_text.push_back(p.tgt);
+    }
+    if (c.joint_vocab) {
+      std::vector<std::string> all = src_text;
+      all.insert(all.end(), tgt_text.begin(), tgt_text.end());
+      src_tok = data::Tokenizer::train(all, opts);
+      tgt_tok = src_tok;
+    } else {
+      src_tok = data::Tokenizer::train(src_text, opts);
+      tgt_tok = data::Tokenizer::train(tgt_text, opts);
+    }
+    write_file_atomic(run.src_model(), src_tok.serialized());
+    write_file_atomic(run.tgt_model(), tgt_tok.serialized());
+    spdlog::info("tokenizer: {} vocabulary, {} source and {} target pieces", c.joint_vocab ? "joint" : "separate",
+                 src_tok.vocab_size(), tgt_tok.vocab_size());
+  }
+  d.codec = Codec::sentencepiece(src_tok, tgt_tok);
+  d.train = data::tokenize(train.pairs, src_tok, tgt_tok);
+  const size_t dropped = data::filter_by_tokens(d.train, size_t(c.max_src_len), size_t(c.max_tgt_len));
+  if (dropped) spdlog::info("dropped {} training pairs longer than {}/{} tokens", dropped, c.max_src_len, c.max_tgt_len);
+  ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length");
+  std::vector<size_t> kept;
+  d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
+  data::filter_by_tokens(d.valid, size_t(c.max_len - 2), size_t(c.max_len - 2), &kept);
+  for (size_t i : kept) d.valid_text.push_back(valid.pairs[i]);
+}
+
+// ------------------------------------------------------------------ run directory
+
+void prepare_run_dir(const RunPaths& run, bool resuming) {
+  ROSETTA_CHECK(!run.dir.empty(), "no run directory: give --out DIR (or --resume DIR)");
+  if (resuming) {
+    ROSETTA_CHECK(fs::is_directory(run.dir), "--resume ", run.dir, " is not a directory");
+    ROSETTA_CHECK(fs::exists(run.checkpoint()), "--resume ", run.dir,
+                  " holds no checkpoint.safetensors to resume from");
+  } else {
+    ROSETTA_CHECK(!fs::exists(run.checkpoint()) && !fs::exists(run.best()), "--out ", run.dir,
+                  " already holds a trained model; resume it with --resume ", run.dir,
+                  " or choose another directory");
+  }
+  ensure_directory(run.dir);
+}
+
+// ------------------------------------------------------------------ checkpoints
+
+struct Progress {
+  int64_t step = 0;
+  double best_valid = kNaN;
+  int64_t bad_validations = 0;
+  double elapsed = 0;  // seconds of training before this process
+  int64_t skipped = 0;  // updates skipped for non-finite values
+};
+
+std::string to_str(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+bool all_finite(const Tensor& flat) {
+  const float* p = flat.data<float>();
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model) {
+  auto meta = model.options().to_metadata();
+  meta["run.task"] = c.task;
+  if (c.task == "copy") meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
+  meta["rosetta.version"] = ROSETTA_VERSION;
+  return meta;
+}
+
+void save_checkpoint(const RunPaths& run, const TrainConfig& c, nn::Transformer& model,
+                     const optim::Optimizer& opt,
+                     const data::BatchIterator& it, const Progress& p, double elapsed) {
+  ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
+                "(step ", p.step, "); the last good checkpoint is kept");
+  nn::NamedTensors tensors = model.state_dict();
+  for (auto& t : opt.state_tensors()) tensors.push_back(t);
+  auto meta = run_metadata(c, model);
+  for (auto& [k, v] : opt.state_metadata()) meta[k] = v;
+  const Generator& g = model.dropout_generator();
+  meta["train.step"] = std::to_string(p.step);
+  meta["train.batch_state"] = it.state().to_json();
+  meta["train.dropout_rng"] = std::to_string(g.seed()) + " " + std::to_string(g.counter());
+  meta["train.best_valid_loss"] = to_str(p.best_valid);
+  meta["train.bad_validations"] = std::to_string(p.bad_validations);
+  meta["train.elapsed_s"] = to_str(elapsed);
+  meta["train.skipped_nonfinite"] = std::to_string(p.skipped);
+  save_safetensors(run.checkpoint(), tensors, meta);
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
+  auto it = m.find(key);
+  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not an integer");
+  }
+}
+
+double meta_double(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
+  auto it = m.find(key);
+  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
+  if (it->second == "nan") return kNaN;
+  try {
+    return std::stod(it->second);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not a number");
+  }
+}
+
+Progress load_checkpoint(const RunPaths& run, nn::Transformer& model, optim::Optimizer& opt,
+                         data::BatchIterator& it) {
+  const std::string path = run.checkpoint();
+  const SafeTensors st = load_safetensors(path);
+  // The architecture must be the one this run was configured with.
+  try {
+    const auto saved = nn::TransformerOptions::from_metadata(st.metadata);
+    ROSETTA_CHECK(saved.to_metadata() == model.options().to_metadata(),
+                  "the checkpoint's model options differ from config.toml's");
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  load_model_weights(model, path);
+  try {
+    opt.load_state([&](const std::string& n) { return st.find(n); }, st.metadata);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  Progress p;
+  p.step = meta_int(st.metadata, path, "train.step");
+  p.best_valid = meta_double(st.metadata, path, "train.best_valid_loss");
+  p.bad_validations = meta_int(st.metadata, path, "train.bad_validations");
+  p.elapsed = meta_double(st.metadata, path, "train.elapsed_s");
+  p.skipped = meta_int(st.metadata, path, "train.skipped_nonfinite");
+  ROSETTA_CHECK(p.step == opt.steps(), path, ": train.step ", p.step, " != optimizer steps ", opt.steps());
+  try {
+    it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));
+    std::istringstream rng(st.metadata.at("train.dropout_rng"));
+    uint64_t seed = 0, counter = 0;
+    ROSETTA_CHECK(rng >> seed >> counter, "bad train.dropout_rng");
+    model.dropout_generator().set_state(seed, counter);
+  } catch (const std::out_of_range&) {
+    ROSETTA_FAIL(path, ": data position or random state missing");
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  return p;
+}
+
+// Keeps the metrics of steps up to `step` (those a resumed run will not repeat).
+void truncate_metrics(const RunPaths& run, int64_t step) {
+  std::ifstream in(run.metrics());
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+    if (j["step"].get<int64_t>() <= step) kept += line + "\n";
+  }
+  write_file_atomic(run.metrics(), kept);
+}
+
+// ------------------------------------------------------------------ validation
+
+struct ValidResult {
+  double loss = kNaN, bleu = kNaN, chrf = kNaN, exact = kNaN;
+};
+
+ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c) {
+  ValidResult r;
+  if (d.valid.empty()) return r;
+  model.eval();
+  NoGradGuard ng;
+  double total = 0;
+  int64_t tokens = 0;
+  data::BatchIterator vit(d.valid, data::BatchOptions().max_tokens(size_t(c.max_tokens)).shuffle(false));
+  for (size_t b = 0; b < vit.batches_in_epoch(); ++b) {
+    const data::Batch batch = vit.next();
+    const Var logits = model.forward(batch.src, batch.tgt_in);
+    const Var loss = cross_entropy(logits, batch.tgt_out, 0.0, data::kPadId);
+    total += loss.item() * double(batch.tgt_tokens);
+    tokens += batch.tgt_tokens;
+  }
+  r.loss = total / double(std::max<int64_t>(tokens, 1));
+  const size_t n = std::min(d.valid_text.size(), size_t(c.valid_bleu_sentences));
+  if (n > 0) {
+    std::vector<std::string> srcs, refs, hyps;
+    for (size_t i = 0; i < n; ++i) {
+      srcs.push_back(d.valid_text[i].src);
+      refs.push_back(d.valid_text[i].tgt);
+    }
+    const auto out = translate_lines(model, d.codec, srcs, nn::SearchOptions().beam(c.valid_beam), c.max_tokens);
+    int64_t exact = 0;
+    for (size_t i = 0; i < n; ++i) {
+      hyps.push_back(d.codec.decode_target(out[i][0].tokens));
+      exact += hyps.back() == refs[i];
+    }
+    r.bleu = data::corpus_bleu(hyps, refs).score;
+    r.chrf = data::corpus_chrf(hyps, refs).score;
+    r.exact = double(exact) / double(n);
+  }
+  model.train();
+  return r;
+}
+
+// ------------------------------------------------------------------ the loop
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Var> params) {
+  if (c.optimizer == "sgd") {
+    optim::SGDOptions o;
+    o.lr = c.lr;
+    o.momentum = c.momentum;
+    o.weight_decay = c.weight_decay;
+    return std::make_unique<optim::SGD>(std::move(params), o);
+  }
+  optim::AdamOptions o;
+  o.lr = c.lr;
+  o.beta1 = c.beta1;
+  o.beta2 = c.beta2;
+  o.eps = c.eps;
+  o.weight_decay = c.weight_decay;
+  o.decoupled = c.optimizer == "adamw";
+  return std::make_unique<optim::Adam>(std::move(params), o);
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) {
+    b /= 1024;
+    ++u;
+  }
+  std::ostringstream os;
+  os.precision(u ? 1 : 0);
+  os << std::fixed << b << " " << units[u];
+  return os.str();
+}
+
+// Memory of one update on the largest batch of the epoch: forward + backward measured with the
+// allocator (activations, gradients of activations). Restores every state it touches.
+size_t measure_batch_memory(nn::Transformer& model, optim::Optimizer& opt, const data::BatchIterator& it,
+                            const TrainConfig& c) {
+  const auto plan = data::plan_epoch(it.pairs(), it.options(), 0);
+  size_t best = 0, best_cost = 0;
+  for (size_t b = 0; b < plan.size(); ++b) {
+    size_t s = 0, t = 0;
+    for (uint32_t i : plan[b]) {
+      s = std::max(s, it.pairs()[i].src.size());
+      t = std::max(t, it.pairs()[i].tgt.size() + 1);
+    }
+    const size_t cost = plan[b].size() * (s + t);
+    if (cost > best_cost) best_cost = cost, best = b;
+  }
+  const data::Batch batch = data::collate(it.pairs(), plan[best], it.options());
+  Generator& g = model.dropout_generator();
+  const uint64_t seed = g.seed(), counter = g.counter();
+  reset_allocator_peak();
+  const size_t before = allocator_stats().in_use_bytes;
+  {
+    const Var loss = cross_entropy(model.forward(batch.src, batch.tgt_in), batch.tgt_out,
+                                   c.label_smoothing, data::kPadId);
+    loss.backward();
+  }
+  const size_t peak = allocator_stats().peak_bytes;
+  opt.zero_grad();
+  g.set_state(seed, counter);
+  return peak - before;
+}
+
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {
+    ROSETTA_CHECK(out_, path, ": cannot open for writing");
+  }
+  void write(const json& j) {
+    out_ << j.dump() << "\n";
+    out_.flush();
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+}  // namespace
+
+TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::atomic<bool>* stop) {
+  const bool resuming = !c.resume.empty();
+  if (resuming) c.out = c.resume;
+  c.validate();
+  const RunPaths run(c.out);
+  prepare_run_dir(run, resuming);
+  setup_logging(run.log());
+  set_num_threads(c.threads);
+  spdlog::info("{} run in {} ({} threads, BLAS {})", resuming ? "resuming" : "starting", run.dir,
+               get_num_threads(), blas_core_name());
+  if (!resuming && !config_toml.empty()) write_file_atomic(run.config(), config_toml);
+
+  RunData d;
+  if (c.task == "copy") make_copy_task(c, d);
+  else load_text_data(c, run, resuming, d);
+  spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
+
+  Generator init(c.seed);
+  nn::Transformer model(c.model_options(d.codec.src_vocab(), d.codec.tgt_vocab()), init);
+  model.train();
+  auto opt = make_optimizer(c, model.parameters());
+  const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
+                                             std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
+  data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
+  Progress p;
+  if (resuming) {
+    p = load_checkpoint(run, model, *opt, it);
+    truncate_metrics(run, p.step);
+    spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
+  }
+
+  const int64_t n = model.parameter_count();
+  const double opt_bytes = double(opt->state_tensors().size()) * 4.0 * double(n);
+  const size_t act = measure_batch_memory(model, *opt, it, c);
+  spdlog::info("model: {} parameters ({}); gradients {}; optimizer state {} ({}); largest batch's "
+               "activations {}",
+               n, human_bytes(4.0 * double(n)), human_bytes(4.0 * double(n)), human_bytes(opt_bytes),
+               opt->name(), human_bytes(double(act)));
+  spdlog::info("schedule: {}; {} batches per epoch", schedule->describe(), it.batches_in_epoch());
+
+  MetricsFile metrics(run.metrics());
+  ProgressLine bar;
+  const double max_time = c.max_time_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return p.elapsed + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  auto log = [&](const std::string& line) {
+    bar.clear();
+    spdlog::info("{}", line);
+  };
+
+  TrainOutcome outcome;
+  double interval_loss = 0, interval_tokens = 0, interval_time_start = elapsed();
+  double last_norm = 0;
+
+  auto save = [&] {
+    save_checkpoint(run, c, model, *opt, it, p, elapsed());
+  };
+  auto do_validation = [&] {
+    const ValidResult v = validate(model, d, c);
+    if (std::isnan(v.loss)) return false;
+    metrics.write({{"kind", "valid"}, {"step", p.step}, {"loss", num(v.loss)}, {"ppl", num(std::exp(v.loss))},
+                   {"bleu", num(v.bleu)}, {"chrf", num(v.chrf)}, {"exact", num(v.exact)},
+                   {"elapsed_s", elapsed()}});
+    const bool improved = std::isnan(p.best_valid) || v.loss < p.best_valid;
+    log(fmt::format("valid step {}: loss {:.4f} ppl {:.2f} BLEU {:.2f} chrF {:.2f}{}", p.step, v.loss,
+                    std::exp(v.loss), v.bleu, v.chrf, improved ? " (best)" : ""));
+    if (improved) {
+      p.best_valid = v.loss;
+      p.bad_validations = 0;
+      auto meta = run_metadata(c, model);
+      meta["train.step"] = std::to_string(p.step);
+      meta["valid.loss"] = to_str(v.loss);
+      model.save(run.best(), meta);
+    } else {
+      ++p.bad_validations;
+    }
+    return c.early_stopping > 0 && p.bad_validations >= c.early_stopping;
+  };
+
+  while (true) {
+    if (c.max_steps > 0 && p.step >= c.max_steps) { outcome.stop_reason = "max-steps"; break; }
+    if (c.max_epochs > 0 && int64_t(it.epoch()) >= c.max_epochs) { outcome.stop_reason = "max-epochs"; break; }
+    if (max_time > 0 && elapsed() >= max_time) { outcome.stop_reason = "max-time"; break; }
+
+    // One update from `accum` batches; each batch's loss is weighted by its share of tokens.
+    std::vector<data::Batch> batches;
+    int64_t tokens = 0;
+    for (int64_t a = 0; a < c.accum; ++a) {
+      batches.push_back(it.next());
+      tokens += batches.back().tgt_tokens;
+    }
+    double step_loss = 0;
+    for (const data::Batch& b : batches) {
+      const Var loss = cross_entropy(model.forward(b.src, b.tgt_in), b.tgt_out, c.label_smoothing, data::kPadId);
+      const double w = double(b.tgt_tokens) / double(std::max<int64_t>(tokens, 1));
+      step_loss += loss.item() * w;
+      (w == 1.0 ? loss : loss * w).backward();
+    }
+    const double norm = c.clip > 0 ? optim::clip_grad_norm(*opt, c.clip) : optim::grad_norm(*opt);
+    if (!std::isfinite(step_loss) || !std::isfinite(norm)) {
+      opt->zero_grad();
+      ++p.skipped;
+      if (c.on_nonfinite == "stop")
+        ROSETTA_FAIL("non-finite ", std::isfinite(step_loss) ? "gradient" : "loss", " at step ", p.step + 1,
+                     "; stopped (--on-nonfinite stop); the last checkpoint in ", run.dir, " is intact");
+      log(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", p.step + 1,
+                      std::isfinite(step_loss) ? "gradient norm" : "loss",
+                      std::isfinite(step_loss) ? norm : step_loss, p.skipped));
+      ROSETTA_CHECK(p.skipped < 100, "100 updates skipped for non-finite values; stopping");
+      continue;
+    }
+    opt->set_lr(schedule->lr(p.step + 1));
+    opt->step();
+    opt->zero_grad();
+    ++p.step;
+    last_norm = norm;
+    interval_loss += step_loss * double(tokens);
+    interval_tokens += double(tokens);
+
+    if (p.step % c.log_every == 0) {
+      const double now = elapsed();
+      const double loss = interval_loss / std::max(interval_tokens, 1.0);
+      const double tps = interval_tokens / std::max(now - interval_time_start, 1e-9);
+      metrics.write({{"kind", "train"}, {"step", p.step}, {"epoch", it.epoch()}, {"loss", num(loss)},
+                     {"ppl", num(std::exp(loss))}, {"lr", opt->lr()}, {"grad_norm", num(last_norm)},
+                     {"tokens_per_s", tps}, {"elapsed_s", now}});
+      if (stderr_is_tty()) {
+        bar.show(fmt::format("step {} | epoch {} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.0f}s", p.step,
+                             it.epoch(), loss, opt->lr(), tps, now));
+      } else {
+        spdlog::info("step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s", p.step,
+                     it.epoch(), loss, std::exp(loss), opt->lr(), last_norm, tps);
+      }
+      interval_loss = interval_tokens = 0;
+      interval_time_start = now;
+    }
+    bool stop_early = false;
+    if (c.validate_every > 0 && p.step % c.validate_every == 0) stop_early = do_validation();
+    if (c.save_every > 0 && p.step % c.save_every == 0) save();
+    if (stop_early) { outcome.stop_reason = "early-stopping"; break; }
+    if (stop && stop->load()) { outcome.stop_reason = "interrupted"; break; }
+  }
+  bar.clear();
+  if (outcome.stop_reason != "interrupted" && outcome.stop_reason != "early-stopping" &&
+      (c.validate_every == 0 || p.step % c.validate_every != 0))
+    do_validation();
+  save();
+  outcome.steps = p.step;
+  outcome.best_valid_loss = p.best_valid;
+  spdlog::info("stopped at step {} ({}); {:.0f}s of training; checkpoint in {}", p.step, outcome.stop_reason,
+               elapsed(), run.checkpoint());
+  return outcome;
+}
+
+}  // namespace rosetta::cli

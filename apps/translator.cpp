@@ -1,0 +1,190 @@
+#include "translator.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include "rosetta/core/ops.h"
+#include "rosetta/core/safetensors.h"
+
+namespace rosetta::cli {
+
+namespace fs = std::filesystem;
+
+// ------------------------------------------------------------------ codec
+
+Codec Codec::sentencepiece(data::Tokenizer src, data::Tokenizer tgt) {
+  Codec c;
+  c.src_ = std::move(src);
+  c.tgt_ = std::move(tgt);
+  return c;
+}
+
+Codec Codec::symbols(int64_t count) {
+  Codec c;
+  c.symbols_ = count;
+  return c;
+}
+
+namespace {
+std::vector<int32_t> encode_symbols(const std::string& text, int64_t count) {
+  std::istringstream in(text);
+  std::vector<int32_t> ids;
+  std::string word;
+  while (in >> word) {
+    int64_t v = -1;
+    try {
+      size_t used = 0;
+      v = std::stoll(word, &used);
+      if (used != word.size()) v = -1;
+    } catch (const std::exception&) {
+    }
+    ROSETTA_CHECK(v >= 0 && v < count, "copy task: '", word, "' is not a symbol 0..", count - 1);
+    ids.push_back(int32_t(v + 4));
+  }
+  return ids;
+}
+}  // namespace
+
+std::vector<int32_t> Codec::encode_source(const std::string& text) const {
+  return symbols_ ? encode_symbols(text, symbols_) : src_.encode(text);
+}
+
+std::vector<int32_t> Codec::encode_target(const std::string& text) const {
+  return symbols_ ? encode_symbols(text, symbols_) : tgt_.encode(text);
+}
+
+std::string Codec::decode_target(const std::vector<int32_t>& ids) const {
+  if (!symbols_) return tgt_.decode(ids);
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 4) continue;
+    if (!out.empty()) out += ' ';
+    out += std::to_string(id - 4);
+  }
+  return out;
+}
+
+std::vector<std::string> Codec::source_pieces(const std::string& text) const {
+  if (!symbols_) return src_.encode_pieces(text);
+  std::vector<std::string> out;
+  for (int32_t id : encode_symbols(text, symbols_)) out.push_back(std::to_string(id - 4));
+  return out;
+}
+
+std::vector<std::string> Codec::target_pieces(const std::vector<int32_t>& ids) const {
+  std::vector<std::string> out;
+  for (int32_t id : ids) out.push_back(symbols_ ? std::to_string(id - 4) : tgt_.id_to_piece(id));
+  return out;
+}
+
+int64_t Codec::src_vocab() const { return symbols_ ? symbols_ + 4 : src_.vocab_size(); }
+int64_t Codec::tgt_vocab() const { return symbols_ ? symbols_ + 4 : tgt_.vocab_size(); }
+
+// ------------------------------------------------------------------ loading
+
+std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path) {
+  SafeTensors st = load_safetensors(path);
+  nn::NamedTensors weights;
+  for (auto& [name, t] : st.tensors)
+    if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
+  try {
+    model.load_state_dict(weights);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  return st.metadata;
+}
+
+Translator Translator::load(const std::string& dir, const std::string& which) {
+  ROSETTA_CHECK(fs::is_directory(dir), "--model ", dir, " is not a directory (give a run directory ",
+                "made by rosetta train)");
+  const RunPaths run(dir);
+  std::string path = which == "last" || !fs::exists(run.best()) ? run.checkpoint() : run.best();
+  ROSETTA_CHECK(fs::exists(path), dir, " holds no model (no best.safetensors or ",
+                "checkpoint.safetensors): train one with rosetta train --out ", dir);
+  Translator t;
+  t.weights_path = path;
+  t.metadata = load_safetensors(path).metadata;  // header check before building anything
+  const auto task = t.metadata.find("run.task");
+  ROSETTA_CHECK(task != t.metadata.end(), path, ": not a rosetta translator checkpoint (no run.task)");
+  if (task->second == "copy") {
+    const auto it = t.metadata.find("run.copy_symbols");
+    ROSETTA_CHECK(it != t.metadata.end(), path, ": copy-task checkpoint without run.copy_symbols");
+    t.codec = Codec::symbols(std::stoll(it->second));
+  } else {
+    t.codec = Codec::sentencepiece(data::Tokenizer::load(run.src_model()),
+                                   data::Tokenizer::load(run.tgt_model()));
+  }
+  nn::TransformerOptions o;
+  try {
+    o = nn::TransformerOptions::from_metadata(t.metadata);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  ROSETTA_CHECK(o.src_vocab() == t.codec.src_vocab() && o.tgt_vocab() == t.codec.tgt_vocab(), path,
+                ": the model's vocabularies (", o.src_vocab(), ", ", o.tgt_vocab(),
+                ") do not match the tokenizers in ", dir, " (", t.codec.src_vocab(), ", ",
+                t.codec.tgt_vocab(), ")");
+  Generator g(0);
+  t.model = std::make_unique<nn::Transformer>(o, g);
+  load_model_weights(*t.model, path);
+  t.model->eval();
+  return t;
+}
+
+std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
+                                                         const Codec& codec,
+                                                         const std::vector<std::string>& lines,
+                                                         const nn::SearchOptions& options,
+                                                         int64_t batch_tokens, int64_t* truncated) {
+  const int64_t limit = model.options().max_len();
+  std::vector<std::vector<int32_t>> ids(lines.size());
+  int64_t cut = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    ids[i] = codec.encode_source(lines[i]);
+    if (int64_t(ids[i].size()) > limit) {
+      ids[i].resize(size_t(limit));
+      ++cut;
+    }
+  }
+  if (truncated) *truncated = cut;
+  // Longest first, so batches hold similar lengths and padding stays small.
+  std::vector<size_t> order(lines.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
+  std::vector<std::vector<nn::Hypothesis>> out(lines.size());
+  size_t at = 0;
+  while (at < order.size()) {
+    const int64_t S = std::max<int64_t>(int64_t(ids[order[at]].size()), 1);
+    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, 256));
+    const size_t end = std::min(order.size(), at + B);
+    std::vector<int32_t> flat((end - at) * size_t(S), model.options().pad_id());
+    for (size_t r = at; r < end; ++r)
+      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - at) * S);
+    // An empty line becomes a lone pad row: give it one token so it has a key to attend to.
+    for (size_t r = at; r < end; ++r)
+      if (ids[order[r]].empty()) flat[(r - at) * S] = data::kEosId;
+    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(end - at), S}), options);
+    for (size_t r = at; r < end; ++r) out[order[r]] = hyps[r - at];
+    at = end;
+  }
+  return out;
+}
+
+Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& src,
+                     const std::vector<int32_t>& tgt, int32_t bos) {
+  NoGradGuard ng;
+  std::vector<int32_t> tgt_in{bos};
+  tgt_in.insert(tgt_in.end(), tgt.begin(), tgt.end());
+  const Tensor s = Tensor::from_vector(src, {1, int64_t(src.size())});
+  const Tensor t = Tensor::from_vector(tgt_in, {1, int64_t(tgt_in.size())});
+  const Var memory = model.encode(s);
+  Tensor weights;  // [1, H, T, S]
+  model.decode(t, memory, nn::key_padding_mask(s, model.options().pad_id()), &weights);
+  return mean(weights.select(0, 0), 0);  // [T, S]
+}
+
+}  // namespace rosetta::cli

@@ -1,0 +1,87 @@
+// A trained translator loaded from a run directory, and batched translation of text lines.
+//
+// A run directory holds: config.toml, src.model and tgt.model (SentencePiece), checkpoint.safetensors
+// (model + optimizer + progress), best.safetensors (best validation), train.log, metrics.jsonl.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rosetta/data/tokenizer.h"
+#include "rosetta/nn/search.h"
+
+namespace rosetta::cli {
+
+struct RunPaths {
+  explicit RunPaths(std::string dir) : dir(std::move(dir)) {}
+  std::string dir;
+  std::string config() const { return dir + "/config.toml"; }
+  std::string src_model() const { return dir + "/src.model"; }
+  std::string tgt_model() const { return dir + "/tgt.model"; }
+  std::string checkpoint() const { return dir + "/checkpoint.safetensors"; }
+  std::string best() const { return dir + "/best.safetensors"; }
+  std::string log() const { return dir + "/train.log"; }
+  std::string metrics() const { return dir + "/metrics.jsonl"; }
+};
+
+// Text <-> ids. For translation, SentencePiece models; for the copy task, symbols written as
+// space-separated integers 0..N-1 (ids 4..N+3).
+class Codec {
+ public:
+  static Codec sentencepiece(data::Tokenizer src, data::Tokenizer tgt);
+  static Codec symbols(int64_t count);
+  std::vector<int32_t> encode_source(const std::string& text) const;
+  std::vector<int32_t> encode_target(const std::string& text) const;
+  std::string decode_target(const std::vector<int32_t>& ids) const;
+  std::vector<std::string> source_pieces(const std::string& text) const;  // for plots
+  std::vector<std::string> target_pieces(const std::vector<int32_t>& ids) const;
+  int64_t src_vocab() const;
+  int64_t tgt_vocab() const;
+  bool is_symbols() const { return symbols_ > 0; }
+
+ private:
+  data::Tokenizer src_, tgt_;
+  int64_t symbols_ = 0;
+};
+
+// Loads the model weights of a checkpoint or best file (entries named optim.* are skipped)
+// and returns its metadata.
+std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path);
+
+// Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
+// tokens; returns the hypotheses in input order. Sources longer than the model's maximum length
+// are cut to it and counted in *truncated.
+std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
+                                                         const Codec& codec,
+                                                         const std::vector<std::string>& lines,
+                                                         const nn::SearchOptions& options,
+                                                         int64_t batch_tokens,
+                                                         int64_t* truncated = nullptr);
+
+struct Translator {
+  std::unique_ptr<nn::Transformer> model;
+  Codec codec;
+  std::map<std::string, std::string> metadata;
+  std::string weights_path;
+
+  // Loads DIR/best.safetensors (or DIR/checkpoint.safetensors when there is no best yet, or
+  // `which` = "last"), with the codec the run used. Throws with a clear message when DIR holds
+  // no model.
+  static Translator load(const std::string& dir, const std::string& which = "best");
+
+  std::vector<std::vector<nn::Hypothesis>> translate(const std::vector<std::string>& lines,
+                                                     const nn::SearchOptions& options,
+                                                     int64_t batch_tokens,
+                                                     int64_t* truncated = nullptr) const {
+    return translate_lines(*model, codec, lines, options, batch_tokens, truncated);
+  }
+};
+
+// Cross-attention of the last decoder layer, averaged over heads, for one source and its
+// translation: [target tokens + 1 (the step that predicts eos), source tokens].
+Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& src,
+                     const std::vector<int32_t>& tgt, int32_t bos);
+
+}  // namespace rosetta::cli
