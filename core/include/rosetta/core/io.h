@@ -1,0 +1,24 @@
+// File I/O helpers with clear errors: every failure throws rosetta::Error naming the path and
+// the reason (e.g. "ckpt/model.safetensors: cannot open for reading: No such file or directory").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rosetta {
+
+// The whole content of a regular file (or anything readable to EOF, such as a pipe).
+// Throws when the file is missing, is a directory, or cannot be read.
+std::string read_file(const std::string& path);
+
+// Replaces `path` with `bytes` so that a reader sees either the old file or the new one, never a
+// mix, even after a crash: writes `path.tmp.<pid>.<n>` in the same directory, fsyncs it, renames
+// it over `path`, then fsyncs the directory. On failure the temporary file is removed, the old
+// file is left untouched, and the error names `path`.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Creates `path` and its missing parents (like mkdir -p). Throws when it cannot be created, is
+// not a directory, or is not writable.
+void ensure_directory(const std::string& path);
+
+}  // namespace rosetta

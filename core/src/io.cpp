@@ -1,0 +1,134 @@
+#include "rosetta/core/io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "rosetta/core/check.h"
+
+namespace rosetta {
+
+namespace {
+
+// Text of an errno value ("Permission denied"); thread-safe, unlike strerror.
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+// Closes a file descriptor on scope exit unless released.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  // Closes now and reports the error of close() (which may carry a delayed write error).
+  int close_checked() {
+    const int rc = ::close(fd);
+    fd = -1;
+    return rc;
+  }
+};
+
+// The directory holding `path` ("." for a bare file name).
+std::string parent_directory(const std::string& path) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// Writes all of `bytes`, retrying on short writes and EINTR. Returns 0 or an errno value.
+int write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    left -= size_t(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ROSETTA_CHECK(f.fd >= 0, path, ": cannot open for reading: ", errno_text(errno));
+  struct stat st {};
+  ROSETTA_CHECK(::fstat(f.fd, &st) == 0, path, ": cannot stat: ", errno_text(errno));
+  ROSETTA_CHECK(!S_ISDIR(st.st_mode), path, ": is a directory, expected a file");
+
+  std::string out;
+  if (S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(size_t(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ROSETTA_FAIL(path, ": read failed after ", out.size(), " bytes: ", errno_text(errno));
+    }
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+  }
+  return out;
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  ROSETTA_CHECK(!path.empty(), "write_file_atomic: empty path");
+  const std::string dir = parent_directory(path);
+
+  // A fresh temporary name in the same directory (rename is atomic only within a filesystem).
+  // O_EXCL never reuses a leftover from a crashed run; mode 0666 is filtered by the umask.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  ROSETTA_CHECK(fd >= 0, path, ": cannot create temporary file in directory '", dir,
+                "': ", errno_text(errno));
+  Fd f(fd);
+
+  // From here on, any failure removes the temporary file; `path` itself is not touched.
+  auto fail = [&](const char* what, int err) {
+    if (f.fd >= 0) f.close_checked();
+    ::unlink(tmp.c_str());
+    ROSETTA_FAIL(path, ": ", what, " (temporary file '", tmp, "'): ", errno_text(err));
+  };
+  if (int err = write_all(f.fd, bytes)) fail("write failed", err);
+  if (::fsync(f.fd) != 0) fail("fsync failed", errno);
+  if (f.close_checked() != 0) fail("close failed", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename temporary file over it", errno);
+
+  // Make the rename itself durable. Some filesystems cannot fsync a directory (EINVAL): the
+  // rename has still happened, so that is not an error.
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ROSETTA_CHECK(d.fd >= 0, path, ": written, but cannot open directory '", dir,
+                "' to sync it: ", errno_text(errno));
+  if (::fsync(d.fd) != 0 && errno != EINVAL) {
+    ROSETTA_FAIL(path, ": written, but fsync of directory '", dir, "' failed: ", errno_text(errno));
+  }
+}
+
+void ensure_directory(const std::string& path) {
+  ROSETTA_CHECK(!path.empty(), "ensure_directory: empty path");
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  ROSETTA_CHECK(!ec, path, ": cannot create directory: ", ec.message());
+  ROSETTA_CHECK(std::filesystem::is_directory(path, ec), path,
+                ": exists but is not a directory");
+  ROSETTA_CHECK(::access(path.c_str(), W_OK | X_OK) == 0, path, ": directory is not writable: ",
+                errno_text(errno));
+}
+
+}  // namespace rosetta
