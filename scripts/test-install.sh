@@ -56,8 +56,9 @@ fi
 
 # Build the examples with the compiler (and sanitizers) the library was built with.
 cache_value() { sed -n "s/^$1:[A-Z]*=\(.*\)$/\1/p" "$build/CMakeCache.txt"; }
-example_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix"
-              -DCMAKE_CXX_COMPILER="$(cache_value CMAKE_CXX_COMPILER)")
+example_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
+cxx=$(cache_value CMAKE_CXX_COMPILER)
+[[ -z $cxx ]] || example_args+=(-DCMAKE_CXX_COMPILER="$cxx")
 if [[ $(cache_value ROSETTA_SANITIZE) == ON ]]; then
   example_args+=(-DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer")
 fi
@@ -70,7 +71,7 @@ for dir in "$root"/examples/*/; do
   out=$work/$name
   run "$work/$name.configure.log" cmake -S "$dir" -B "$out" "${example_args[@]}"
   found=$(sed -n 's/^rosetta_DIR:[A-Z]*=\(.*\)$/\1/p' "$out/CMakeCache.txt")
-  [[ $(realpath "$found") == $(realpath "$config_dir") ]] ||
+  [[ $(realpath "$found") == "$(realpath "$config_dir")" ]] ||
     fail "$name found rosetta in '$found', not in $config_dir"
   run "$work/$name.build.log" cmake --build "$out" -j"$jobs"
   exe=$out/$name
