@@ -1,6 +1,7 @@
 // rosetta train: train a translator (or the copy task), resumable.
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -36,6 +37,31 @@ std::string resume_dir(int argc, char** argv) {
   return has_config ? "" : dir;
 }
 
+// Applies KEY=VALUE lines of a TOML file (as --dump-config writes them) to the options of
+// `cmd` that were not given on the command line. Unknown keys are errors.
+void apply_config_file(CLI::App& cmd, const std::string& path) {
+  ROSETTA_CHECK(std::filesystem::is_regular_file(path), "--config ", path, " is not a readable file");
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const CLI::Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // table markers
+    CLI::Option* opt = cmd.get_option_no_throw("--" + item.name);
+    ROSETTA_CHECK(opt != nullptr && opt->get_configurable() && item.parents.empty(), path,
+                  ": unknown option '", item.fullname(), "'");
+    if (opt->count() > 0) continue;  // the command line wins
+    try {
+      for (const std::string& v : item.inputs) opt->add_result(v);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      ROSETTA_FAIL(path, ": ", item.name, ": ", e.what());
+    }
+  }
+}
+
 }  // namespace
 
 void register_train(CLI::App& app, int argc, char** argv) {
@@ -43,12 +69,15 @@ void register_train(CLI::App& app, int argc, char** argv) {
   auto dump = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("train", "train a translator (or --task copy) into --out DIR");
   const std::string resume = resume_dir(argc, argv);
-  cmd->set_config("--config", resume.empty() ? "" : RunPaths(resume).config(),
-                  "read options from a TOML file (flags given here override it)");
+  auto config_file = std::make_shared<std::string>(resume.empty() ? "" : RunPaths(resume).config());
+  cmd->add_option("--config", *config_file, "read options from a TOML file (flags given here override it)")
+      ->configurable(false);
   cmd->add_flag("--dump-config", *dump, "print the effective configuration as TOML and exit")
       ->configurable(false);
+  cmd->option_defaults()->always_capture_default();
   add_train_options(*cmd, *config);
-  cmd->callback([cmd, config, dump] {
+  cmd->callback([cmd, config, dump, config_file] {
+    if (!config_file->empty()) apply_config_file(*cmd, *config_file);
     if (*dump) {
       std::cout << cmd->config_to_str(true, true);
       return;

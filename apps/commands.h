@@ -11,5 +11,6 @@ void register_train(CLI::App& app, int argc, char** argv);
 void register_translate(CLI::App& app);
 void register_eval(CLI::App& app);   // eval and score
 void register_plot(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace rosetta::cli

@@ -17,16 +17,16 @@ int main(int argc, char** argv) {
   rosetta::cli::register_translate(app);
   rosetta::cli::register_eval(app);
   rosetta::cli::register_plot(app);
+  rosetta::cli::register_bench(app);
   rosetta::cli::register_prepare_corpus(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  } catch (const rosetta::Error& e) {
-    spdlog::error("{}", e.what());
-    return 1;
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
+    // One readable line; library errors name the file, line or value involved.
+    std::fflush(stdout);
+    std::fprintf(stderr, "rosetta: error: %s\n", e.what());
     return 1;
   }
   return 0;

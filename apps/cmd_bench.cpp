@@ -1,0 +1,195 @@
+// rosetta bench: training and decoding throughput on the shapes of
+// shared/bench/torch_reference.py (random token batches of fixed length), one JSON line.
+#include <cblas.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "log.h"
+#include "rosetta/autograd/functions.h"
+#include "rosetta/nn/nn.h"
+#include "rosetta/optim/optim.h"
+
+namespace rosetta::cli {
+
+namespace {
+
+struct Preset {
+  int64_t vocab, d, heads, ff, enc, dec, batch, src_len, tgt_len;
+};
+
+// The PRESETS of torch_reference.py.
+Preset preset(const std::string& name) {
+  if (name == "tiny") return {1000, 64, 4, 256, 2, 2, 32, 16, 16};
+  if (name == "small") return {8000, 256, 4, 1024, 3, 3, 64, 32, 32};
+  if (name == "base") return {8000, 512, 8, 2048, 6, 6, 32, 32, 32};
+  ROSETTA_FAIL("unknown preset '", name, "' (tiny, small, base)");
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Forward FLOPs of the model on one batch (multiply-add = 2 FLOPs); training is 3x.
+double forward_flops(const Preset& p) {
+  const double B = double(p.batch), S = double(p.src_len), T = double(p.tgt_len), d = double(p.d),
+               f = double(p.ff), V = double(p.vocab);
+  const double Ns = B * S, Nt = B * T;
+  const double enc = 4 * 2 * Ns * d * d + 2 * 2 * B * S * S * d + 2 * 2 * Ns * d * f;
+  const double dec = 4 * 2 * Nt * d * d + 2 * 2 * B * T * T * d  // self-attention
+                     + 2 * 2 * Nt * d * d + 2 * 2 * Ns * d * d + 2 * 2 * B * T * S * d  // cross
+                     + 2 * 2 * Nt * d * f;
+  return double(p.enc) * enc + double(p.dec) * dec + 2 * Nt * d * V;
+}
+
+// Best GFLOP/s of a large square sgemm with the current threads.
+double sgemm_peak_gflops() {
+  const int n = 2048;
+  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                c.data(), n);
+    const double dt = now() - t0;
+    if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
+  }
+  return best;
+}
+
+nn::TransformerOptions model_options(const Preset& p, double dropout) {
+  return nn::TransformerOptions()
+      .src_vocab(p.vocab)
+      .tgt_vocab(p.vocab)
+      .d_model(p.d)
+      .heads(p.heads)
+      .ff(p.ff)
+      .encoder_layers(p.enc)
+      .decoder_layers(p.dec)
+      .dropout(dropout)
+      .norm_first(true)
+      .max_len(512);
+}
+
+struct BenchArgs {
+  std::string preset = "small";
+  int threads = 2, steps = 20, warmup = 3;
+  bool decode = false, profile_allocs = false;
+};
+
+void bench_train(const BenchArgs& a, const Preset& p) {
+  Generator g(0);
+  nn::Transformer model(model_options(p, 0.1), g);
+  model.train();
+  optim::AdamOptions ao;
+  ao.lr = 1e-4;
+  ao.beta1 = 0.9;
+  ao.beta2 = 0.98;
+  ao.eps = 1e-9;
+  optim::Adam opt(model.parameters(), ao);
+  const Tensor src = g.randint({p.batch, p.src_len}, 1, int32_t(p.vocab));
+  const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
+  const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
+  const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
+  std::vector<double> times;
+  double loss_value = 0;
+  AllocatorStats steady{};
+  for (int step = 0; step < a.warmup + a.steps; ++step) {
+    if (step == a.warmup) steady = allocator_stats();
+    const double t0 = now();
+    const Var loss = cross_entropy(model.forward(src, tgt_in), tgt_out, 0.1, 0);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    loss_value = loss.item();
+    if (step >= a.warmup) times.push_back(now() - t0);
+  }
+  const AllocatorStats end = allocator_stats();
+  const double med = median(times);
+  const double flops = 3 * forward_flops(p);
+  const double peak = sgemm_peak_gflops();
+  const double gflops = flops / med / 1e9;
+  nlohmann::json j{{"system", std::string("rosetta-") + ROSETTA_VERSION},
+                   {"preset", a.preset},
+                   {"threads", get_num_threads()},
+                   {"params", model.parameter_count()},
+                   {"step_s_median", std::round(med * 1e4) / 1e4},
+                   {"tgt_tokens_per_s", std::round(double(p.batch * p.tgt_len) / med * 10) / 10},
+                   {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                   {"final_loss", std::round(loss_value * 1e4) / 1e4},
+                   {"model_gflop_per_step", std::round(flops / 1e7) / 100},
+                   {"achieved_gflops", std::round(gflops * 10) / 10},
+                   {"sgemm_peak_gflops", std::round(peak * 10) / 10},
+                   {"mfu", std::round(gflops / peak * 1000) / 1000},
+                   {"blas_core", blas_core_name()},
+                   {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
+  std::cout << j.dump() << std::endl;
+}
+
+// Greedy (and beam-4) decoding of one batch to tgt_len tokens without stopping at eos, the
+// work torch_reference.py --decode does (which re-runs the decoder on the whole prefix).
+void bench_decode(const BenchArgs& a, const Preset& p) {
+  Generator g(0);
+  nn::Transformer model(model_options(p, 0.1), g);
+  model.eval();
+  const Tensor src = g.randint({p.batch, p.src_len}, 1, int32_t(p.vocab));
+  for (int beam : {1, 4}) {
+    const auto o = nn::SearchOptions().beam(beam).stop_at_eos(false).max_len_a(0).max_len_b(p.tgt_len).bos(1);
+    std::vector<double> times;
+    const int reps = 1 + std::max(1, a.steps / 5);
+    for (int rep = 0; rep < reps; ++rep) {
+      const double t0 = now();
+      const auto hyps = nn::search(model, src, o);
+      ROSETTA_CHECK(int64_t(hyps[0][0].tokens.size()) == p.tgt_len, "decode bench: wrong length");
+      if (rep > 0) times.push_back(now() - t0);
+    }
+    const double med = median(times);
+    nlohmann::json j{{"system", std::string("rosetta-") + ROSETTA_VERSION},
+                     {"preset", a.preset},
+                     {"threads", get_num_threads()},
+                     {"mode", beam == 1 ? "greedy-decode" : "beam4-decode"},
+                     {"batch", p.batch},
+                     {"tokens", p.tgt_len},
+                     {"batch_s_median", std::round(med * 1e4) / 1e4},
+                     {"sentences_per_s", std::round(double(p.batch) / med * 100) / 100},
+                     {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                     {"blas_core", blas_core_name()}};
+    std::cout << j.dump() << std::endl;
+  }
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "training or decoding throughput on fixed benchmark shapes");
+  cmd->add_option("--preset", a->preset, "tiny, small or base (as torch_reference.py)")
+      ->check(CLI::IsMember({"tiny", "small", "base"}));
+  cmd->add_option("--threads", a->threads, "threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", a->steps, "timed steps (median reported)")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", a->warmup, "untimed warm-up steps")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
+  cmd->callback([a] {
+    set_num_threads(a->threads);
+    const Preset p = preset(a->preset);
+    if (a->decode) bench_decode(*a, p);
+    else bench_train(*a, p);
+  });
+}
+
+}  // namespace rosetta::cli

@@ -1,0 +1,174 @@
+// Helpers for the CLI tests: temporary directories, running the binary, small corpora, and an
+// XML well-formedness check for the SVG files.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace rosetta::test {
+
+namespace fs = std::filesystem;
+
+// A fresh directory under the system temp dir, removed when the object goes away.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("rosetta_" + tag + "_" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+struct RunResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the rosetta binary with `args` (a shell-quoted string) and captures its output.
+inline RunResult run_rosetta(const std::string& args, const std::string& stdin_text = "") {
+  std::string cmd = std::string(ROSETTA_BIN) + " " + args + " 2>&1";
+  std::string input_file;
+  if (!stdin_text.empty()) {
+    input_file = (fs::temp_directory_path() / ("rosetta_stdin_" + std::to_string(std::random_device{}()))).string();
+    std::ofstream(input_file) << stdin_text;
+    cmd += " < " + input_file;
+  } else {
+    cmd += " < /dev/null";
+  }
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  if (!input_file.empty()) fs::remove(input_file);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A tiny German->English corpus from templates: "der Hund sieht die Katze" -> "the dog sees
+// the cat". Deterministic.
+inline std::vector<std::pair<std::string, std::string>> toy_corpus(int n, unsigned seed) {
+  const std::vector<std::pair<std::string, std::string>> subj{
+      {"der Hund", "the dog"}, {"die Katze", "the cat"}, {"der Mann", "the man"},
+      {"die Frau", "the woman"}, {"das Kind", "the child"}, {"der Lehrer", "the teacher"}};
+  const std::vector<std::pair<std::string, std::string>> verb{
+      {"sieht", "sees"}, {"hört", "hears"}, {"findet", "finds"}, {"liebt", "loves"}, {"ruft", "calls"}};
+  const std::vector<std::pair<std::string, std::string>> obj{
+      {"den Ball", "the ball"}, {"das Haus", "the house"}, {"den Garten", "the garden"},
+      {"das Auto", "the car"}, {"den Baum", "the tree"}, {"das Buch", "the book"}};
+  std::mt19937 rng(seed);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < n; ++i) {
+    const auto& s = subj[rng() % subj.size()];
+    const auto& v = verb[rng() % verb.size()];
+    const auto& o = obj[rng() % obj.size()];
+    out.emplace_back(s.first + " " + v.first + " " + o.first + ".", s.second + " " + v.second + " " + o.second + ".");
+  }
+  return out;
+}
+
+inline void write_tsv(const std::string& path, const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::ofstream out(path);
+  for (const auto& [s, t] : pairs) out << s << "\t" << t << "\n";
+}
+
+// Checks XML well-formedness: one root element, balanced and properly nested tags, quoted
+// attributes, known entities, no stray '<' or '&'. Returns "" when well-formed, else why not.
+inline std::string xml_problem(const std::string& x) {
+  std::vector<std::string> stack;
+  size_t i = 0, roots = 0;
+  auto name_at = [&](size_t& j) {
+    size_t b = j;
+    while (j < x.size() && (std::isalnum((unsigned char)x[j]) || x[j] == '-' || x[j] == '_' || x[j] == ':' || x[j] == '.')) ++j;
+    return x.substr(b, j - b);
+  };
+  while (i < x.size()) {
+    if (x[i] == '&') {
+      const size_t semi = x.find(';', i);
+      if (semi == std::string::npos) return "unterminated entity";
+      const std::string e = x.substr(i + 1, semi - i - 1);
+      if (e != "amp" && e != "lt" && e != "gt" && e != "quot" && e != "apos" && e.rfind("#", 0) != 0)
+        return "unknown entity &" + e + ";";
+      i = semi + 1;
+      continue;
+    }
+    if (x[i] != '<') { ++i; continue; }
+    if (x.compare(i, 5, "<?xml") == 0) {
+      const size_t e = x.find("?>", i);
+      if (e == std::string::npos) return "unterminated declaration";
+      i = e + 2;
+      continue;
+    }
+    if (x.compare(i, 4, "<!--") == 0) {
+      const size_t e = x.find("-->", i);
+      if (e == std::string::npos) return "unterminated comment";
+      i = e + 3;
+      continue;
+    }
+    if (x[i + 1] == '/') {
+      size_t j = i + 2;
+      const std::string n = name_at(j);
+      if (stack.empty() || stack.back() != n) return "mismatched </" + n + ">";
+      stack.pop_back();
+      while (j < x.size() && std::isspace((unsigned char)x[j])) ++j;
+      if (j >= x.size() || x[j] != '>') return "bad end tag";
+      i = j + 1;
+      continue;
+    }
+    size_t j = i + 1;
+    const std::string n = name_at(j);
+    if (n.empty()) return "bad tag at byte " + std::to_string(i);
+    if (stack.empty()) ++roots;
+    while (true) {
+      while (j < x.size() && std::isspace((unsigned char)x[j])) ++j;
+      if (j >= x.size()) return "unterminated tag <" + n;
+      if (x[j] == '>') { stack.push_back(n); ++j; break; }
+      if (x[j] == '/' && j + 1 < x.size() && x[j + 1] == '>') { j += 2; break; }
+      const std::string attr = name_at(j);
+      if (attr.empty() || j >= x.size() || x[j] != '=') return "bad attribute in <" + n;
+      ++j;
+      if (j >= x.size() || (x[j] != '"' && x[j] != '\'')) return "unquoted attribute " + attr;
+      const char q = x[j];
+      const size_t e = x.find(q, j + 1);
+      if (e == std::string::npos) return "unterminated attribute " + attr;
+      if (x.substr(j + 1, e - j - 1).find('<') != std::string::npos) return "'<' in attribute " + attr;
+      j = e + 1;
+    }
+    i = j;
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  if (roots != 1) return std::to_string(roots) + " root elements";
+  return "";
+}
+
+}  // namespace rosetta::test
