@@ -80,6 +80,9 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--on-nonfinite", c.on_nonfinite,
                  "a non-finite loss or gradient: skip the update, or stop")
       ->check(CLI::IsMember({"skip", "stop"}))->group(run);
+  cmd.add_flag("--distributed", c.distributed,
+               "data-parallel over MPI: mpirun -np N rosetta train ... (automatic under mpirun)")
+      ->group(run)->configurable(false);
 
   const char* copy = "Copy task";
   cmd.add_option("--copy-symbols", c.copy_symbols, "distinct symbols")->group(copy);

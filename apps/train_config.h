@@ -55,6 +55,7 @@ struct TrainConfig {
   int64_t valid_bleu_sentences = 500;  // valid sentences translated for BLEU/chrF (0 = none)
   int valid_beam = 1;
   std::string on_nonfinite = "skip";  // skip | stop
+  bool distributed = false;  // join an MPI job (automatic under mpirun); not saved in config.toml
   // synthetic copy task (--task copy)
   int64_t copy_symbols = 10, copy_min_len = 4, copy_max_len = 10, copy_train_size = 20000,
           copy_valid_size = 200;
