@@ -99,23 +99,15 @@ Var cat(const std::vector<Var>& parts, int axis) {
     lengths.push_back(p.data().dim() > 0 ? p.size(axis) : 0);
   }
   Var out(rosetta::cat(data, axis));
-  if (!grad_enabled()) return out;
-  bool any = false;
-  for (const Var& p : parts) any = any || p.requires_grad();
-  if (!any) return out;
-  // record() takes a fixed list, so build the node directly.
-  auto node = std::make_shared<Node>();
-  node->name = "cat";
-  for (const Var& p : parts) node->inputs.push_back(p.requires_grad() ? p.impl_ptr() : nullptr);
-  node->backward = [axis, lengths](const Tensor& dy, Node& n) {
+  std::vector<const Var*> inputs;
+  for (const Var& p : parts) inputs.push_back(&p);
+  record(out, "cat", inputs, [axis, lengths](const Tensor& dy, Node& n) {
     int64_t at = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
       if (n.needs(i)) n.accumulate(i, dy.narrow(axis, at, lengths[i]));
       at += lengths[i];
     }
-  };
-  out.impl()->grad_fn = node;
-  out.impl()->requires_grad = true;
+  });
   return out;
 }
 

@@ -20,8 +20,11 @@ Var::Var(Tensor data, bool requires_grad) : impl_(std::make_shared<VarImpl>()) {
   ROSETTA_CHECK(data.defined(), "Var: undefined tensor");
   ROSETTA_CHECK(!requires_grad || data.dtype() != DType::i32,
                 "Var: an I32 tensor cannot require a gradient");
+  impl_->meta = std::make_shared<AutogradMeta>();
+  impl_->meta->requires_grad = requires_grad;
+  impl_->meta->shape = data.shape();
+  impl_->meta->dtype = data.dtype();
   impl_->data = std::move(data);
-  impl_->requires_grad = requires_grad;
 }
 
 void Var::set_data(const Tensor& t) {
@@ -34,25 +37,27 @@ void Var::set_data(const Tensor& t) {
 Var& Var::set_requires_grad(bool on) {
   ROSETTA_CHECK(is_leaf(), "set_requires_grad: only leaves can change requires_grad");
   ROSETTA_CHECK(!on || dtype() != DType::i32, "Var: an I32 tensor cannot require a gradient");
-  impl_->requires_grad = on;
+  impl_->meta->requires_grad = on;
   return *this;
 }
 
 void Var::zero_grad() const {
-  if (!impl_->grad.defined()) return;
-  if (impl_->grad_is_buffer) impl_->grad.zero_();
-  else impl_->grad = Tensor();
+  AutogradMeta& m = *impl_->meta;
+  if (!m.grad.defined()) return;
+  if (m.grad_is_buffer) m.grad.zero_();
+  else m.grad = Tensor();
 }
 
 void Var::bind_grad_buffer(const Tensor& grad) {
   ROSETTA_CHECK(is_leaf(), "bind_grad_buffer: only leaves have gradient buffers");
   ROSETTA_CHECK(grad.shape() == shape() && grad.dtype() == dtype(), "bind_grad_buffer: buffer ",
                 grad.shape(), " does not match ", shape());
+  AutogradMeta& m = *impl_->meta;
   Tensor g = grad;
-  if (impl_->grad.defined()) g.copy_(impl_->grad);
+  if (m.grad.defined()) g.copy_(m.grad);
   else g.zero_();
-  impl_->grad = g;
-  impl_->grad_is_buffer = true;
+  m.grad = g;
+  m.grad_is_buffer = true;
 }
 
 void Var::bind_data_buffer(const Tensor& buffer) {
@@ -75,9 +80,9 @@ const Tensor& Saved::get() const {
 // ------------------------------------------------------------------ gradient accumulation
 
 namespace {
-void accumulate_into(VarImpl& v, const Tensor& g) {
-  ROSETTA_CHECK(g.shape() == v.data.shape(), "backward: gradient ", g.shape(),
-                " does not match its variable ", v.data.shape());
+void accumulate_into(AutogradMeta& v, const Tensor& g) {
+  ROSETTA_CHECK(g.shape() == v.shape, "backward: gradient ", g.shape(),
+                " does not match its variable ", v.shape);
   if (!v.grad.defined()) {
     // Take the tensor itself when nobody else holds its storage; otherwise copy, so a later
     // in-place accumulation cannot write into someone else's tensor.
@@ -95,7 +100,7 @@ void Node::accumulate(size_t i, const Tensor& g) {
 
 Tensor Node::grad_buffer(size_t i) {
   if (!needs(i)) return Tensor();
-  VarImpl& v = *inputs[i];
+  AutogradMeta& v = *inputs[i];
   if (v.grad_is_buffer) return v.grad;
   if (v.grad.defined() && v.grad.storage().use_count() == 1 && v.grad.is_contiguous())
     return v.grad;
@@ -109,16 +114,23 @@ bool any_requires_grad(std::initializer_list<const Var*> inputs) {
   return false;
 }
 
-void record(Var& out, const char* name, std::initializer_list<const Var*> inputs,
+void record(Var& out, const char* name, const std::vector<const Var*>& inputs,
             Node::BackwardFn backward) {
-  if (!any_requires_grad(inputs)) return;
+  if (!g_grad_enabled) return;
+  bool any = false;
+  for (const Var* v : inputs) any = any || (v && v->requires_grad());
+  if (!any) return;
   auto node = std::make_shared<Node>();
   node->name = name;
-  for (const Var* v : inputs)
-    node->inputs.push_back(v && v->requires_grad() ? v->impl_ptr() : nullptr);
+  for (const Var* v : inputs) node->inputs.push_back(v && v->requires_grad() ? v->meta() : nullptr);
   node->backward = std::move(backward);
-  out.impl()->grad_fn = std::move(node);
-  out.impl()->requires_grad = true;
+  out.meta()->grad_fn = std::move(node);
+  out.meta()->requires_grad = true;
+}
+
+void record(Var& out, const char* name, std::initializer_list<const Var*> inputs,
+            Node::BackwardFn backward) {
+  record(out, name, std::vector<const Var*>(inputs), std::move(backward));
 }
 
 // ------------------------------------------------------------------ backward
@@ -137,15 +149,16 @@ void Var::backward(const Tensor& grad_output, bool retain_graph) const {
   NoGradGuard no_grad;  // backward itself records nothing
 
   // Iterative depth-first post-order over the nodes reachable from the root.
-  std::vector<VarImpl*> order;
-  std::unordered_set<VarImpl*> seen;
-  std::vector<std::pair<VarImpl*, size_t>> stack{{impl_.get(), 0}};
-  seen.insert(impl_.get());
+  AutogradMeta* root = impl_->meta.get();
+  std::vector<AutogradMeta*> order;
+  std::unordered_set<AutogradMeta*> seen;
+  std::vector<std::pair<AutogradMeta*, size_t>> stack{{root, 0}};
+  seen.insert(root);
   while (!stack.empty()) {
     auto& [v, next] = stack.back();
     Node* node = v->grad_fn.get();
     if (node && next < node->inputs.size()) {
-      VarImpl* in = node->inputs[next++].get();
+      AutogradMeta* in = node->inputs[next++].get();
       if (in && in->grad_fn && seen.insert(in).second) stack.push_back({in, 0});
       continue;
     }
@@ -153,9 +166,9 @@ void Var::backward(const Tensor& grad_output, bool retain_graph) const {
     stack.pop_back();
   }
 
-  accumulate_into(*impl_, grad_output.to(dtype()).contiguous());
+  accumulate_into(*root, grad_output.to(dtype()).contiguous());
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    VarImpl* v = *it;
+    AutogradMeta* v = *it;
     if (!v->grad_fn) continue;  // a leaf root keeps its gradient
     Node& node = *v->grad_fn;
     ROSETTA_CHECK(!node.released, "backward: the graph through '", node.name,

@@ -53,9 +53,9 @@ void Module::collect(const std::string& prefix, std::vector<std::pair<std::strin
 std::vector<std::pair<std::string, Var>> Module::named_parameters() const {
   std::vector<std::pair<std::string, Var>> all, unique;
   collect("", all, nullptr);
-  std::unordered_set<const VarImpl*> seen;
+  std::unordered_set<const AutogradMeta*> seen;
   for (auto& p : all)
-    if (seen.insert(p.second.impl()).second) unique.push_back(std::move(p));
+    if (seen.insert(p.second.meta().get()).second) unique.push_back(std::move(p));
   return unique;
 }
 

@@ -22,13 +22,13 @@ Optimizer::Optimizer(std::vector<Var> params, double lr) : params_(std::move(par
   ROSETTA_CHECK(!params_.empty(), "optimizer: no parameters");
   set_lr(lr);
   int64_t n = 0;
-  std::unordered_set<const VarImpl*> seen;
+  std::unordered_set<const AutogradMeta*> seen;
   for (const Var& p : params_) {
     ROSETTA_CHECK(p.defined() && p.is_leaf() && p.requires_grad(),
                   "optimizer: parameters must be leaves that require a gradient");
     ROSETTA_CHECK(p.dtype() == DType::f32, "optimizer: parameters must be F32, got ",
                   dtype_name(p.dtype()));
-    ROSETTA_CHECK(seen.insert(p.impl()).second, "optimizer: a parameter is listed twice");
+    ROSETTA_CHECK(seen.insert(p.meta().get()).second, "optimizer: a parameter is listed twice");
     n += p.numel();
   }
   data_ = Tensor::empty({n});

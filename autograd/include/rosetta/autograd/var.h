@@ -21,14 +21,23 @@ namespace rosetta {
 
 struct Node;
 
-struct VarImpl {
-  Tensor data;
-  Tensor grad;  // undefined until the first gradient arrives
+// What the graph keeps of a value: its gradient and the node that produced it, never the value
+// itself. A node refers to its inputs through this, so an activation that no backward needs is
+// freed as soon as the last Var holding it goes away, even while its graph lives on.
+struct AutogradMeta {
+  Tensor grad;                    // undefined until the first gradient arrives
   std::shared_ptr<Node> grad_fn;  // null for leaves
   bool requires_grad = false;
   // The gradient is a preallocated buffer (e.g. a view into an optimizer's flat gradient
   // storage): it is always accumulated in place and zeroed, never replaced or dropped.
   bool grad_is_buffer = false;
+  Shape shape;  // of the value, to check gradients against
+  DType dtype = DType::f32;
+};
+
+struct VarImpl {
+  Tensor data;
+  std::shared_ptr<AutogradMeta> meta;  // never null
 };
 
 class Var {
@@ -41,10 +50,10 @@ class Var {
   // Replaces the value (e.g. to load weights). Shapes must match unless the Var is not a
   // parameter yet; bumps the version so stale graphs are detected.
   void set_data(const Tensor& t);
-  const Tensor& grad() const { return impl_->grad; }
-  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  const Tensor& grad() const { return impl_->meta->grad; }
+  bool requires_grad() const { return impl_ && impl_->meta->requires_grad; }
   Var& set_requires_grad(bool on);
-  bool is_leaf() const { return !impl_->grad_fn; }
+  bool is_leaf() const { return !impl_->meta->grad_fn; }
 
   const Shape& shape() const { return impl_->data.shape(); }
   int dim() const { return impl_->data.dim(); }
@@ -71,7 +80,7 @@ class Var {
   void bind_data_buffer(const Tensor& buffer);
 
   VarImpl* impl() const { return impl_.get(); }
-  const std::shared_ptr<VarImpl>& impl_ptr() const { return impl_; }
+  const std::shared_ptr<AutogradMeta>& meta() const { return impl_->meta; }
   bool same(const Var& o) const { return impl_ == o.impl_; }
 
  private:
@@ -98,7 +107,7 @@ struct Node {
   using BackwardFn = std::function<void(const Tensor& grad_out, Node& self)>;
 
   const char* name = "";
-  std::vector<std::shared_ptr<VarImpl>> inputs;  // null where the input needs no gradient
+  std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null where the input needs no gradient
   BackwardFn backward;                           // empty once released
   bool released = false;
 
@@ -113,6 +122,8 @@ struct Node {
 // Records an op: when gradients are enabled and any input requires one, gives `out` a node
 // with the given backward function.
 void record(Var& out, const char* name, std::initializer_list<const Var*> inputs,
+            Node::BackwardFn backward);
+void record(Var& out, const char* name, const std::vector<const Var*>& inputs,
             Node::BackwardFn backward);
 bool any_requires_grad(std::initializer_list<const Var*> inputs);
 
