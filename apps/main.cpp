@@ -1,12 +1,53 @@
 // rosetta: train a toy translator, read its logs, translate, evaluate, benchmark.
+//
+// Exit status: 0 on success, 1 for any error while running a command, 2 for a command-line
+// usage error. Either way the user sees one line on stderr: "rosetta: error: <message>".
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "log.h"
 #include "rosetta/core/check.h"
+
+namespace {
+
+// The message on one line: line breaks and other control characters are escaped, so a value
+// quoted from a bad file cannot split the line or reach the terminal raw.
+std::string one_line(const char* what) {
+  std::string out;
+  for (const char* p = what; *p; ++p) {
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (c == '\n') {
+      out += " | ";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
+void print_error(const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "rosetta: error: %s\n", one_line(message.c_str()).c_str());
+}
+
+// The name of the first argument when it looks like a command that does not exist.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(argv[1])) return "";
+  return argv[1];
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   rosetta::cli::setup_logging();
@@ -19,14 +60,25 @@ int main(int argc, char** argv) {
   rosetta::cli::register_plot(app);
   rosetta::cli::register_bench(app);
   rosetta::cli::register_prepare_corpus(app);
+  if (const std::string cmd = unknown_command(app, argc, argv); !cmd.empty()) {
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    print_error("unknown command '" + cmd + "' (commands: " + names + "; see rosetta --help)");
+    return 2;
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string where = "rosetta";
+    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    print_error(std::string(e.what()) + " (see " + where + " --help)");
+    return 2;
   } catch (const std::exception& e) {
-    // One readable line; library errors name the file, line or value involved.
-    std::fflush(stdout);
-    std::fprintf(stderr, "rosetta: error: %s\n", e.what());
+    // Library errors name the file, line or value involved.
+    print_error(e.what());
     return 1;
   }
   return 0;
