@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "log.h"
 #include "rosetta/core/check.h"
+#include "train_config.h"
 #include "trainer.h"
 #include "translator.h"
 
@@ -37,29 +38,12 @@ std::string resume_dir(int argc, char** argv) {
   return has_config ? "" : dir;
 }
 
-// Applies KEY=VALUE lines of a TOML file (as --dump-config writes them) to the options of
-// `cmd` that were not given on the command line. Unknown keys are errors.
-void apply_config_file(CLI::App& cmd, const std::string& path) {
-  ROSETTA_CHECK(std::filesystem::is_regular_file(path), "--config ", path, " is not a readable file");
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const CLI::Error& e) {
-    ROSETTA_FAIL(path, ": ", e.what());
-  }
-  for (const CLI::ConfigItem& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // table markers
-    CLI::Option* opt = cmd.get_option_no_throw("--" + item.name);
-    ROSETTA_CHECK(opt != nullptr && opt->get_configurable() && item.parents.empty(), path,
-                  ": unknown option '", item.fullname(), "'");
-    if (opt->count() > 0) continue;  // the command line wins
-    try {
-      for (const std::string& v : item.inputs) opt->add_result(v);
-      opt->run_callback();
-    } catch (const CLI::Error& e) {
-      ROSETTA_FAIL(path, ": ", item.name, ": ", e.what());
-    }
-  }
+// Says what is wrong with `--resume DIR` before its config.toml is read.
+void check_resume_dir(const std::string& dir) {
+  ROSETTA_CHECK(std::filesystem::is_directory(dir), "--resume ", dir, " is not a directory (give a run directory ",
+                "made by rosetta train --out)");
+  ROSETTA_CHECK(std::filesystem::is_regular_file(RunPaths(dir).config()), "--resume ", dir,
+                " holds no config.toml: not a run directory made by rosetta train (or give --config FILE)");
 }
 
 }  // namespace
@@ -70,13 +54,15 @@ void register_train(CLI::App& app, int argc, char** argv) {
   CLI::App* cmd = app.add_subcommand("train", "train a translator (or --task copy) into --out DIR");
   const std::string resume = resume_dir(argc, argv);
   auto config_file = std::make_shared<std::string>(resume.empty() ? "" : RunPaths(resume).config());
+  auto resume_config = std::make_shared<bool>(!resume.empty());
   cmd->add_option("--config", *config_file, "read options from a TOML file (flags given here override it)")
       ->configurable(false);
   cmd->add_flag("--dump-config", *dump, "print the effective configuration as TOML and exit")
       ->configurable(false);
   cmd->option_defaults()->always_capture_default();
   add_train_options(*cmd, *config);
-  cmd->callback([cmd, config, dump, config_file] {
+  cmd->callback([cmd, config, dump, config_file, resume_config] {
+    if (*resume_config) check_resume_dir(config->resume);
     if (!config_file->empty()) apply_config_file(*cmd, *config_file);
     if (*dump) {
       std::cout << cmd->config_to_str(true, true);

@@ -1,8 +1,11 @@
 #include "train_config.h"
 
 #include <cmath>
+#include <filesystem>
+#include <sstream>
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/io.h"
 
 namespace rosetta::cli {
 
@@ -92,6 +95,33 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--copy-valid-size", c.copy_valid_size, "held-out sequences")->group(copy);
 }
 
+void apply_config_toml(CLI::App& cmd, const std::string& toml, const std::string& name) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    std::istringstream in(toml);
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const CLI::Error& e) {
+    ROSETTA_FAIL(name, ": ", e.what());
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // table markers
+    CLI::Option* opt = item.parents.empty() ? cmd.get_option_no_throw("--" + item.name) : nullptr;
+    ROSETTA_CHECK(opt != nullptr && opt->get_configurable(), name, ": unknown option '", item.fullname(), "'");
+    if (opt->count() > 0) continue;  // the command line wins
+    try {
+      for (const std::string& v : item.inputs) opt->add_result(v);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      ROSETTA_FAIL(name, ": ", item.name, ": ", e.what());
+    }
+  }
+}
+
+void apply_config_file(CLI::App& cmd, const std::string& path) {
+  ROSETTA_CHECK(std::filesystem::is_regular_file(path), "--config ", path, " is not a readable file");
+  apply_config_toml(cmd, read_file(path), path);
+}
+
 namespace {
 void positive(const char* flag, int64_t v) { ROSETTA_CHECK(v > 0, "--", flag, " must be positive, got ", v); }
 void non_negative(const char* flag, double v) {
@@ -121,6 +151,9 @@ void TrainConfig::validate() const {
   non_negative("clip", clip);
   ROSETTA_CHECK(warmup >= 0, "--warmup must not be negative, got ", warmup);
   positive("max-tokens", max_tokens);
+  // A batch holds at least one sequence of the longest length the model accepts.
+  ROSETTA_CHECK(max_tokens >= max_len, "--max-tokens ", max_tokens, " is smaller than --max-len ", max_len,
+                ": a batch must hold at least one sequence of the longest length");
   positive("accum", accum);
   ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0 && early_stopping >= 0,
                 "--max-steps, --max-epochs and --early-stopping must not be negative");
@@ -139,7 +172,7 @@ void TrainConfig::validate() const {
                   copy_min_len);
     positive("copy-train-size", copy_train_size);
     positive("copy-valid-size", copy_valid_size);
-    ROSETTA_CHECK(copy_max_len + 2 <= max_len, "--copy-max-len ", copy_max_len,
+    ROSETTA_CHECK(copy_max_len <= max_len - 2, "--copy-max-len ", copy_max_len,
                   " does not fit --max-len ", max_len);
   } else {
     ROSETTA_CHECK(!train.empty() || (!src.empty() && !tgt.empty()),
@@ -147,6 +180,10 @@ void TrainConfig::validate() const {
     ROSETTA_CHECK(train.empty() || src.empty(), "give either --train or --src/--tgt, not both");
     ROSETTA_CHECK(src.empty() == tgt.empty(), "--src and --tgt go together");
     ROSETTA_CHECK(valid_src.empty() == valid_tgt.empty(), "--valid-src and --valid-tgt go together");
+    // Sources enter the encoder as they are; targets get bos (decoder input) or eos (output).
+    ROSETTA_CHECK(max_src_len <= max_len, "--max-src-len ", max_src_len, " is longer than --max-len ", max_len);
+    ROSETTA_CHECK(max_tgt_len < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
+                  " (a target takes its length + 1 positions)");
   }
 }
 
