@@ -41,6 +41,7 @@ struct EvalArgs {
 };
 
 void run_eval(const EvalArgs& a) {
+  check_output_path(a.output, "--output");
   set_num_threads(a.threads);
   const Translator t = Translator::load(a.model, a.checkpoint);
   const data::Corpus corpus = a.test.empty() ? data::read_aligned(a.src, a.ref) : data::read_tsv(a.test);
@@ -51,8 +52,13 @@ void run_eval(const EvalArgs& a) {
   }
   ROSETTA_CHECK(!srcs.empty(), "the test set has no sentence pairs");
   int64_t truncated = 0;
-  const auto hyps = t.translate(srcs, nn::SearchOptions().beam(a.beam).length_penalty(a.length_penalty),
-                                a.batch_tokens, &truncated);
+  std::vector<std::vector<nn::Hypothesis>> hyps;
+  try {
+    hyps = t.translate(srcs, nn::SearchOptions().beam(a.beam).length_penalty(a.length_penalty), a.batch_tokens,
+                       &truncated);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(a.test.empty() ? a.src : a.test, ": ", e.what());
+  }
   if (truncated) spdlog::warn("{} test source(s) were truncated to the model's maximum length", truncated);
   std::vector<std::string> text;
   std::string all;

@@ -17,6 +17,7 @@ double value(const nlohmann::json& j, const char* key) {
 }
 
 void run_plot(const std::string& dir, const std::string& out) {
+  check_output_path(out, "--out");
   const RunPaths run(dir);
   const auto lines = read_lines(run.metrics());
   Series train{"train loss", "#1f77b4", {}}, valid{"valid loss", "#d62728", {}}, bleu{"valid BLEU", "#2ca02c", {}};

@@ -21,13 +21,21 @@ struct TranslateArgs {
 // Sources longer than the model's maximum length are cut to it, with a warning (documented in
 // the README).
 void run(const TranslateArgs& a) {
+  // Outputs that cannot be written fail now, not after the work.
+  check_output_path(a.output, "--output");
+  check_output_path(a.attention, "--attention");
   set_num_threads(a.threads);
   const Translator t = Translator::load(a.model, a.checkpoint);
   const std::vector<std::string> lines = read_lines(a.input);
   const int n_best = std::max(a.n_best, 1);
   const auto options = nn::SearchOptions().beam(std::max(a.beam, n_best)).n_best(n_best).length_penalty(a.length_penalty);
   int64_t truncated = 0;
-  const auto hyps = t.translate(lines, options, a.batch_tokens, &truncated);
+  std::vector<std::vector<nn::Hypothesis>> hyps;
+  try {
+    hyps = t.translate(lines, options, a.batch_tokens, &truncated);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(a.input == "-" || a.input.empty() ? "<stdin>" : a.input, ": ", e.what());
+  }
   if (truncated)
     spdlog::warn("{} input line(s) longer than the model's maximum of {} tokens were truncated", truncated,
                  t.model->options().max_len());

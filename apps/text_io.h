@@ -2,15 +2,23 @@
 // clear errors naming the file.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace rosetta::cli {
 
-// Lines of FILE ("-" or "" = standard input), CR stripped. Throws naming the file when it is
-// missing, a directory or unreadable.
+// The longest line read_lines accepts, as the corpus readers (data::ReadOptions).
+inline constexpr size_t kMaxLineBytes = size_t(1) << 20;
+
+// Lines of FILE ("-" or "" = standard input), CR stripped, a UTF-8 byte order mark dropped.
+// Throws naming the file (and line) when it is missing, a directory or unreadable, or a line
+// holds invalid UTF-8 or a NUL byte or is longer than kMaxLineBytes.
 std::vector<std::string> read_lines(const std::string& path);
 // Writes text to FILE atomically ("-" or "" = standard output).
 void write_text(const std::string& path, const std::string& text);
+// Throws naming `flag` unless FILE ("-" or "" = standard output) could be written: its
+// directory exists and FILE is not a directory. For failing before the work, not after.
+void check_output_path(const std::string& path, const std::string& flag);
 
 }  // namespace rosetta::cli

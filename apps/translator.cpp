@@ -1,6 +1,7 @@
 #include "translator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <sstream>
@@ -84,8 +85,37 @@ int64_t Codec::tgt_vocab() const { return symbols_ ? symbols_ + 4 : tgt_.vocab_s
 
 // ------------------------------------------------------------------ loading
 
+std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  std::vector<const std::pair<std::string, Tensor>*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* named : order) {
+    const Tensor t = named->second.contiguous();
+    mix(named->first.data(), named->first.size() + 1);  // with its terminating NUL
+    const auto dtype = uint8_t(t.dtype());
+    mix(&dtype, 1);
+    for (int64_t d : t.shape()) mix(&d, sizeof d);
+    const size_t elem = dtype_size(t.dtype());
+    if (t.numel() > 0)
+      mix(static_cast<const char*>(t.storage()->data()) + size_t(t.offset()) * elem, size_t(t.numel()) * elem);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path) {
   SafeTensors st = load_safetensors(path);
+  if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
+    const std::string actual = tensors_checksum(st.tensors);
+    ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
+                  ", the file says ", sum->second);
+  }
   nn::NamedTensors weights;
   for (auto& [name, t] : st.tensors)
     if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
@@ -143,7 +173,11 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
   std::vector<std::vector<int32_t>> ids(lines.size());
   int64_t cut = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    ids[i] = codec.encode_source(lines[i]);
+    try {
+      ids[i] = codec.encode_source(lines[i]);
+    } catch (const Error& e) {
+      ROSETTA_FAIL("line ", i + 1, ": ", e.what());
+    }
     if (int64_t(ids[i].size()) > limit) {
       ids[i].resize(size_t(limit));
       ++cut;

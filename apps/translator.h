@@ -46,13 +46,20 @@ class Codec {
   int64_t symbols_ = 0;
 };
 
+// The metadata key of a checkpoint's checksum, and the checksum of its tensors: FNV-1a (64-bit)
+// over each tensor's name, dtype, shape and bytes, in name order, as 16 hex digits. A checkpoint
+// whose metadata holds one is checked against it when loaded, so that flipped bytes in the data
+// section are an error rather than silently wrong weights.
+inline constexpr const char* kChecksumKey = "rosetta.checksum";
+std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors);
+
 // Loads the model weights of a checkpoint or best file (entries named optim.* are skipped)
-// and returns its metadata.
+// and returns its metadata. Throws naming the file when its checksum (if any) does not match.
 std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path);
 
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
 // tokens; returns the hypotheses in input order. Sources longer than the model's maximum length
-// are cut to it and counted in *truncated.
+// are cut to it and counted in *truncated. A line the codec rejects throws "line N: ...".
 std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,

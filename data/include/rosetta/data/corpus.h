@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rosetta::data {
@@ -56,6 +57,10 @@ Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem
 // Writes "src<TAB>tgt\n" lines. Throws when a side holds a tab or a line break (it would not
 // read back), or when the file cannot be written.
 void write_tsv(const std::filesystem::path& path, const std::vector<SentencePair>& pairs);
+
+// Throws "file:line: ..." (byte offsets 1-based) when `text`, one line of `file`, holds a NUL
+// byte or invalid UTF-8: the check the readers apply to every line, for other line-based input.
+void check_text(std::string_view text, const std::string& file, size_t line);
 
 // Whitespace-separated words in `s` (ASCII whitespace).
 size_t count_words(const std::string& s);
