@@ -6,32 +6,44 @@
 namespace rosetta {
 
 namespace {
-// dst (input i's gradient) += a @ b, written straight into its buffer when it has one.
-void accumulate_matmul(Node& n, size_t i, const Tensor& a, const Tensor& b) {
+// alpha * a @ b into a new tensor.
+Tensor mm(const Tensor& a, const Tensor& b, double alpha) {
+  if (alpha == 1.0) return matmul(a, b);
+  Shape s = broadcast_shapes(Shape(a.shape()).resize_copy(a.dim() - 2), Shape(b.shape()).resize_copy(b.dim() - 2));
+  s.push_back(a.shape().back(-2));
+  s.push_back(b.shape().back(-1));
+  Tensor out = Tensor::empty(s, a.dtype());
+  matmul_into(out, a, b, alpha, 0.0);
+  return out;
+}
+
+// dst (input i's gradient) += alpha * a @ b, written straight into its buffer when it has one.
+void accumulate_matmul(Node& n, size_t i, const Tensor& a, const Tensor& b, double alpha = 1.0) {
   Tensor buf = n.grad_buffer(i);
-  if (buf.defined() && buf.dim() == 2) matmul_into(buf, a, b, 1.0, 1.0);
-  else n.accumulate(i, matmul(a, b));
+  if (buf.defined() && buf.dim() == 2) matmul_into(buf, a, b, alpha, 1.0);
+  else n.accumulate(i, mm(a, b, alpha));
 }
 
 Tensor rows(const Tensor& t) { return t.reshape({-1, t.shape().back()}); }
 }  // namespace
 
-// y = a @ b   =>  da += dy @ b^T, db += a^T @ dy (summed over broadcast batch dims)
-Var matmul(const Var& a, const Var& b) {
-  Var out(rosetta::matmul(a.data(), b.data()));
+// y = alpha a @ b   =>  da += alpha dy @ b^T, db += alpha a^T @ dy (summed over broadcast
+// batch dims)
+Var matmul(const Var& a, const Var& b, double alpha) {
+  Var out(mm(a.data(), b.data(), alpha));
   record(out, "matmul", {&a, &b},
-         [sa = Saved(a.data()), sb = Saved(b.data())](const Tensor& dy, Node& n) {
+         [sa = Saved(a.data()), sb = Saved(b.data()), alpha](const Tensor& dy, Node& n) {
            const Tensor& A = sa.get();
            const Tensor& B = sb.get();
            if (n.needs(0)) {
-             if (A.dim() == 2 && dy.dim() == 2) accumulate_matmul(n, 0, dy, B.transpose(-1, -2));
-             else n.accumulate(0, sum_to(rosetta::matmul(dy, B.transpose(-1, -2)), A.shape()));
+             if (A.dim() == 2 && dy.dim() == 2) accumulate_matmul(n, 0, dy, B.transpose(-1, -2), alpha);
+             else n.accumulate(0, sum_to(mm(dy, B.transpose(-1, -2), alpha), A.shape()));
            }
            if (n.needs(1)) {
              if (B.dim() == 2)  // fold the batch of a into rows: one GEMM
-               accumulate_matmul(n, 1, rows(A).transpose(0, 1), rows(dy));
+               accumulate_matmul(n, 1, rows(A).transpose(0, 1), rows(dy), alpha);
              else
-               n.accumulate(1, sum_to(rosetta::matmul(A.transpose(-1, -2), dy), B.shape()));
+               n.accumulate(1, sum_to(mm(A.transpose(-1, -2), dy, alpha), B.shape()));
            }
          });
   return out;

@@ -14,6 +14,16 @@ Var softmax(const Var& x) {
   return out;
 }
 
+Var softmax(const Var& x, const Tensor& mask) {
+  if (!mask.defined()) return softmax(x);
+  Var out(rosetta::softmax(x.data(), mask));
+  // Masked entries have y = 0, so the same backward gives them a zero gradient.
+  record(out, "masked_softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
+    n.accumulate(0, softmax_backward(sy.get(), dy));
+  });
+  return out;
+}
+
 // y = log_softmax(x)   =>  dx += dy - exp(y) * sum(dy)
 Var log_softmax(const Var& x) {
   Var out(rosetta::log_softmax(x.data()));
@@ -46,13 +56,15 @@ Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps) {
 }
 
 // y = x * mask, mask = Bernoulli(1 - p) / (1 - p)   =>  dx += dy * mask
+// The mask is not stored: backward regenerates it from the generator's (seed, offset).
 Var dropout(const Var& x, double p, Generator& gen, bool training) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   if (!training || p == 0.0) return x;
-  const Tensor mask = gen.dropout_mask(x.shape(), p, x.dtype());
-  Var out(rosetta::mul(x.data(), mask));
-  record(out, "dropout", {&x},
-         [mask](const Tensor& dy, Node& n) { n.accumulate(0, rosetta::mul(dy, mask)); });
+  const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
+  Var out(rosetta::dropout(x.data(), p, seed, offset));
+  record(out, "dropout", {&x}, [p, seed, offset](const Tensor& dy, Node& n) {
+    n.accumulate(0, rosetta::dropout(dy, p, seed, offset));
+  });
   return out;
 }
 

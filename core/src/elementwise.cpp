@@ -247,6 +247,26 @@ void scale_(Tensor& dst, double s) {
   dst.bump_version();
 }
 
+Tensor dropout(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  const Tensor x = x_in.contiguous();
+  return dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    const uint32_t key = detail::dropout_key(seed);
+    const uint64_t threshold = detail::dropout_threshold(p);
+    const T scale = T(1.0 / (1.0 - p));
+    detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i)
+        po[i] = detail::dropout_hash(key, offset + uint64_t(i)) >= threshold ? px[i] * scale : T(0);
+    });
+    return out;
+  });
+}
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_float(a, b, "where");
   ROSETTA_CHECK(cond.dtype() == DType::i32, "where: condition must be I32, got ",

@@ -6,6 +6,7 @@
 
 #include "rosetta/core/ops.h"
 #include "strided.h"
+#include "vecmath.h"
 
 namespace rosetta {
 
@@ -23,57 +24,102 @@ template <class T>
 double row_logsumexp(const T* x, int64_t n) {
   const T m = row_max(x, n);
   if (m == -std::numeric_limits<T>::infinity()) return -INFINITY;
-  double s = 0;
-  for (int64_t j = 0; j < n; ++j) s += std::exp(double(x[j] - m));
-  return double(m) + std::log(s);
+  T s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; ++j) s += detail::vexp(T(x[j] - m));
+  return double(m) + std::log(double(s));
 }
 
-// Applies row(x_row, out_row, V) to every row of a [.., V] tensor into a new tensor.
-template <class RowFn>
-Tensor map_rows(const Tensor& x_in, RowFn&& row) {
+// One softmax row: out = exp(x - max) / sum over the unmasked entries (mask[j * ms] != 0
+// means masked; mask may be null). A fully masked row gives zeros. With Log, out = log of it
+// (zeros for a fully masked row).
+template <bool Log, class T>
+void softmax_row(const T* x, T* out, int64_t V, const int32_t* mask, int64_t ms) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  T m = ninf;
+  if (mask) {
+    for (int64_t j = 0; j < V; ++j) m = !mask[j * ms] && x[j] > m ? x[j] : m;
+  } else {
+    m = row_max(x, V);
+  }
+  if (m == ninf) {
+    for (int64_t j = 0; j < V; ++j) out[j] = T(0);
+    return;
+  }
+  T s = 0;
+  if (mask) {
+    for (int64_t j = 0; j < V; ++j) {
+      const T e = mask[j * ms] ? T(0) : detail::vexp(T(x[j] - m));
+      out[j] = e;
+      s += e;
+    }
+  } else {
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < V; ++j) {
+      const T e = detail::vexp(T(x[j] - m));
+      out[j] = e;
+      s += e;
+    }
+  }
+  if constexpr (Log) {
+    const T lse = m + T(std::log(double(s)));
+    for (int64_t j = 0; j < V; ++j) out[j] = (mask && mask[j * ms]) ? ninf : x[j] - lse;
+  } else {
+    const T inv = T(1) / s;
+#pragma omp simd
+    for (int64_t j = 0; j < V; ++j) out[j] *= inv;
+  }
+}
+
+template <bool Log>
+Tensor softmax_impl(const Tensor& x_in, const Tensor& mask_in) {
   ROSETTA_CHECK(x_in.dim() >= 1, "softmax: needs at least one dimension");
   const Tensor x = x_in.contiguous();
+  Tensor mask;
+  if (mask_in.defined()) {
+    ROSETTA_CHECK(mask_in.dtype() == DType::i32, "softmax: mask must be I32, got ",
+                  dtype_name(mask_in.dtype()));
+    mask = mask_in.expand(x.shape());  // throws with both shapes if they do not broadcast
+  }
   const int64_t V = x.shape().back(), N = V == 0 ? 0 : x.numel() / V;
   return dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     Tensor out = Tensor::empty(x.shape(), x.dtype());
     const T* px = x.data<T>();
     T* po = out.data<T>();
-    detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) row(px + i * V, po + i * V, V);
-    });
+    if (!mask.defined()) {
+      detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) softmax_row<Log>(px + i * V, po + i * V, V, nullptr, 0);
+      });
+    } else {
+      // Rows of x are contiguous; each row's mask is found from the broadcast strides.
+      const int32_t* pm = mask.data<int32_t>();
+      const Shape& ms = mask.strides();
+      const int nd = x.dim();
+      const int64_t inner = ms[nd - 1];
+      detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          int64_t rem = i, off = 0;
+          for (int d = nd - 2; d >= 0; --d) {
+            off += (rem % x.shape()[d]) * ms[d];
+            rem /= x.shape()[d];
+          }
+          softmax_row<Log>(px + i * V, po + i * V, V, pm + off, inner);
+        }
+      });
+    }
     return out;
   });
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& x) {
-  return map_rows(x, [](const auto* in, auto* out, int64_t V) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
-    const T m = row_max(in, V);
-    if (m == -std::numeric_limits<T>::infinity()) {
-      for (int64_t j = 0; j < V; ++j) out[j] = T(0);
-      return;
-    }
-    T s = 0;
-    for (int64_t j = 0; j < V; ++j) s += (out[j] = std::exp(in[j] - m));
-    const T inv = T(1) / s;
-    for (int64_t j = 0; j < V; ++j) out[j] *= inv;
-  });
-}
+Tensor softmax(const Tensor& x) { return softmax_impl<false>(x, Tensor()); }
+Tensor softmax(const Tensor& x, const Tensor& mask) { return softmax_impl<false>(x, mask); }
 
-Tensor log_softmax(const Tensor& x) {
-  return map_rows(x, [](const auto* in, auto* out, int64_t V) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
-    const double lse = row_logsumexp(in, V);
-    if (std::isinf(lse) && lse < 0) {
-      for (int64_t j = 0; j < V; ++j) out[j] = T(0);
-      return;
-    }
-    for (int64_t j = 0; j < V; ++j) out[j] = T(in[j] - lse);
-  });
-}
+// Fully masked rows give zeros (documented in ops.h); masked entries of a partly masked row
+// are -inf.
+Tensor log_softmax(const Tensor& x) { return softmax_impl<true>(x, Tensor()); }
 
 namespace {
 // dx = y * (dy - dot) with dot = sum(dy * y)       (softmax)
@@ -96,7 +142,7 @@ Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in) {
         double acc = 0;
         if constexpr (Log) {
           for (int64_t j = 0; j < V; ++j) acc += dr[j];
-          for (int64_t j = 0; j < V; ++j) xr[j] = dr[j] - std::exp(yr[j]) * T(acc);
+          for (int64_t j = 0; j < V; ++j) xr[j] = dr[j] - detail::vexp(yr[j]) * T(acc);
         } else {
           for (int64_t j = 0; j < V; ++j) acc += double(dr[j]) * yr[j];
           for (int64_t j = 0; j < V; ++j) xr[j] = yr[j] * (dr[j] - T(acc));
@@ -161,9 +207,10 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
       const double nll = l - row[pt[i]];
       double smooth = 0;
       if (smoothing > 0) {
-        double s = 0;
+        T s = 0;
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < V; ++j) s += row[j];
-        smooth = l - s / double(V);
+        smooth = l - double(s) / double(V);
       }
       total += (1.0 - smoothing) * nll + smoothing * smooth;
     }
@@ -195,7 +242,8 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in,
         }
         const T* row = px + i * V;
         const T l = pl[i];
-        for (int64_t j = 0; j < V; ++j) d[j] = scale * (std::exp(row[j] - l) - uniform);
+#pragma omp simd
+        for (int64_t j = 0; j < V; ++j) d[j] = scale * (detail::vexp(T(row[j] - l)) - uniform);
         d[pt[i]] -= scale * hit;
       }
     });

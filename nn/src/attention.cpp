@@ -58,10 +58,9 @@ Var MultiHeadAttention::split_heads(const Var& x) const {
 Var MultiHeadAttention::attend(const Var& q, const Var& k, const Var& v, const Tensor& mask,
                                Tensor* weights) const {
   const int64_t B = q.size(0), T = q.size(2);
-  // Scaling q (B*T*D values) is cheaper than scaling the scores (B*H*T*S).
-  Var scores = matmul(q * (1.0 / std::sqrt(double(head_dim_))), transpose(k, -1, -2));
-  if (mask.defined()) scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
-  Var probs = softmax(scores);
+  // The 1/sqrt(Dh) scale rides on the GEMM's alpha; the mask is applied inside the softmax.
+  const Var scores = matmul(q, transpose(k, -1, -2), 1.0 / std::sqrt(double(head_dim_)));
+  Var probs = softmax(scores, mask);
   if (weights) *weights = probs.data();
   Var ctx = matmul(dropout_->forward(probs), v);                        // [B, H, T, Dh]
   ctx = reshape(permute(ctx, {0, 2, 1, 3}), {B, T, heads_ * head_dim_});  // [B, T, D]

@@ -246,3 +246,21 @@ TEST_CASE("gradcheck catches a wrong backward", "[gradcheck]") {
   REQUIRE_THAT(r.message, Catch::Contains("analytic"));
   REQUIRE(gradcheck([](auto& v) { return square(v[0]); }, {randn({3})}).ok);
 }
+
+TEST_CASE("gradcheck: fused masked softmax and scaled matmul", "[gradcheck]") {
+  const Tensor causal = Tensor::from_vector(
+      std::vector<int32_t>{0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0}, {1, 4, 4});
+  const Tensor fully = Tensor::from_vector(std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1}, {2, 1, 4});
+  for (const Tensor& m : {causal, fully}) {
+    INFO("mask " << m.str());
+    check([&](auto& v) { return softmax(v[0], m); }, {randn({2, 4, 4})});
+  }
+  // Equal to the composed masked_fill + softmax, including fully masked rows.
+  const Tensor x = randn({2, 4, 4});
+  const double inf = std::numeric_limits<double>::infinity();
+  REQUIRE_THAT(rosetta::softmax(x, fully),
+               rosetta::test::AllClose(rosetta::softmax(rosetta::masked_fill(x, fully, -inf)), 1e-12, 1e-14));
+  check([](auto& v) { return matmul(v[0], v[1], 0.25); }, {randn({2, 3, 4}), randn({2, 4, 5})});
+  check([](auto& v) { return matmul(v[0], v[1], -2.0); }, {randn({3, 4}), randn({4, 2})});
+  check([](auto& v) { return matmul(v[0], v[1], 0.5); }, {randn({2, 3, 4}), randn({4, 2})});
+}

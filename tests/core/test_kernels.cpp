@@ -360,3 +360,29 @@ TEST_CASE("layer norm forward and backward", "[core]") {
                                       1, 1),
                                1e-6, 1e-7));
 }
+
+TEST_CASE("dropout kernel: reproducible mask, right rate and scale", "[core]") {
+  const Tensor x = Tensor::ones({200000});
+  const Tensor a = dropout(x, 0.3, 42, 1000), b = dropout(x, 0.3, 42, 1000);
+  REQUIRE(a.to_vector<float>() == b.to_vector<float>());
+  const auto v = a.to_vector<float>();
+  double kept = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    REQUIRE((v[i] == 0 || std::abs(v[i] - 1 / 0.7f) < 1e-6));
+    REQUIRE((v[i] != 0) == dropout_keep(42, 1000 + i, 0.3));
+    kept += v[i] != 0;
+  }
+  REQUIRE_THAT(kept / double(v.size()), Catch::Matchers::WithinAbs(0.7, 0.005));
+  // Another offset or seed gives another mask; neighbouring elements are not correlated.
+  REQUIRE(dropout(x, 0.3, 42, 1001).to_vector<float>() != v);
+  REQUIRE(dropout(x, 0.3, 43, 1000).to_vector<float>() != v);
+  double both = 0;
+  for (size_t i = 0; i + 1 < v.size(); ++i) both += v[i] != 0 && v[i + 1] != 0;
+  REQUIRE_THAT(both / double(v.size() - 1), Catch::Matchers::WithinAbs(0.49, 0.006));
+  // p = 0 keeps everything; counters past 2^32 still work.
+  REQUIRE(dropout(x, 0.0, 1, 0).to_vector<float>() == x.to_vector<float>());
+  const auto far = dropout(Tensor::ones({1000}), 0.5, 9, (uint64_t(1) << 32) - 500).to_vector<float>();
+  double far_kept = 0;
+  for (float f : far) far_kept += f != 0;
+  REQUIRE_THAT(far_kept / 1000, Catch::Matchers::WithinAbs(0.5, 0.06));
+}

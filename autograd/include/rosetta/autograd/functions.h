@@ -70,14 +70,17 @@ Var cat(const std::vector<Var>& parts, int axis);
 Var contiguous(const Var& x);
 
 // ---------------------------------------------------------------- matmul
-// a [..., M, K] @ b [..., K, N]; batch dims broadcast.
-Var matmul(const Var& a, const Var& b);
+// alpha * a [..., M, K] @ b [..., K, N]; batch dims broadcast.
+Var matmul(const Var& a, const Var& b, double alpha = 1.0);
 // x [..., in] @ weight[out, in]^T + bias[out]: one GEMM, and weight's gradient is accumulated
 // straight into its buffer. bias may be undefined.
 Var linear(const Var& x, const Var& weight, const Var& bias);
 
 // ---------------------------------------------------------------- nn ops (fused)
 Var softmax(const Var& x);      // over the last axis; fully -inf rows give zeros
+// Softmax over the entries where mask (I32, broadcast to x) is zero: masked_fill(x, mask,
+// -inf) and softmax in one pass.
+Var softmax(const Var& x, const Tensor& mask);
 Var log_softmax(const Var& x);  // over the last axis
 Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps = 1e-5);
 // Inverted dropout: zeroes with probability p and scales the rest by 1/(1-p); identity when

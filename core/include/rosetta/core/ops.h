@@ -44,6 +44,13 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // Concatenation along an existing axis.
 Tensor cat(const std::vector<Tensor>& parts, int axis);
 
+// Inverted dropout without a stored mask: element i is kept (and scaled by 1/(1-p)) when
+// dropout_keep(seed, offset + i, p), so applying the same (seed, offset) to the gradient
+// reproduces the mask exactly. x must be floating; the result is contiguous.
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// The keep decision: a 32-bit hash of (seed, counter) compared with p * 2^32.
+inline bool dropout_keep(uint64_t seed, uint64_t counter, double p);
+
 // ------------------------------------------------------------------ reductions (reduce.cpp)
 
 Tensor sum(const Tensor& x, int axis, bool keepdim = false);
@@ -74,6 +81,9 @@ void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1
 // Over the last axis; numerically stable; -inf entries allowed; a row that is all -inf gives
 // zeros (softmax) and -inf (log_softmax), never NaN.
 Tensor softmax(const Tensor& x);
+// Softmax over the entries where mask (I32, broadcast to x) is zero; masked entries get 0.
+// Equal to softmax(masked_fill(x, mask, -inf)) in one pass.
+Tensor softmax(const Tensor& x, const Tensor& mask);
 Tensor log_softmax(const Tensor& x);
 // Given y = softmax(x): dx = y * (dy - sum(dy * y)).
 Tensor softmax_backward(const Tensor& y, const Tensor& dy);
@@ -120,6 +130,29 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean,
                          const Tensor& rstd, const Tensor& gamma, Tensor* dx, Tensor* dgamma,
                          Tensor* dbeta);
 
+// ------------------------------------------------------------------ inline helpers
+
+namespace detail {
+inline uint32_t fmix32(uint32_t h) {  // MurmurHash3's finaliser
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+inline uint32_t dropout_hash(uint32_t key, uint64_t counter) {
+  const uint32_t hi = fmix32(uint32_t(counter >> 32) ^ key);
+  return fmix32(uint32_t(counter) * 0x9E3779B1u ^ hi);
+}
+inline uint32_t dropout_key(uint64_t seed) { return fmix32(uint32_t(seed) ^ fmix32(uint32_t(seed >> 32) + 0x5bd1e995u)); }
+inline uint64_t dropout_threshold(double p) { return uint64_t(p * 4294967296.0); }
+}  // namespace detail
+
+inline bool dropout_keep(uint64_t seed, uint64_t counter, double p) {
+  return detail::dropout_hash(detail::dropout_key(seed), counter) >= detail::dropout_threshold(p);
+}
+
 // ------------------------------------------------------------------ naive references
 
 namespace ref {
@@ -130,6 +163,9 @@ Tensor max(const Tensor& x, int axis, bool keepdim);
 Tensor argmax(const Tensor& x, int axis, bool keepdim);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x);
+// Softmax over the entries where mask (I32, broadcast to x) is zero; masked entries get 0.
+// Equal to softmax(masked_fill(x, mask, -inf)) in one pass.
+Tensor softmax(const Tensor& x, const Tensor& mask);
 Tensor log_softmax(const Tensor& x);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double smoothing,
                      int32_t ignore_index);

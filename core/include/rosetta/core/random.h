@@ -34,6 +34,9 @@ class Generator {
   // Uniform integers in [lo, hi), as i32.
   Tensor randint(const Shape& shape, int32_t lo, int32_t hi);
 
+  // Reserves n counter values (for a kernel that draws them itself) and returns the first.
+  uint64_t reserve(uint64_t n) { return take(n); }
+
   // Single draws, for shuffling and sampling.
   uint64_t next_u64() { return hash(counter_++); }
   double next_double() { return to_unit(next_u64()); }  // [0, 1)

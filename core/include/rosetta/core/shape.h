@@ -38,6 +38,11 @@ class Shape {
   void insert(int pos, int64_t v);
   void erase(int pos);
   void resize(int n, int64_t fill = 1);
+  Shape resize_copy(int n, int64_t fill = 1) const {
+    Shape s = *this;
+    s.resize(n, fill);
+    return s;
+  }
 
   int64_t numel() const {
     int64_t n = 1;
