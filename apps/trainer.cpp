@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "distributed.h"
 #include "log.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
@@ -67,7 +70,10 @@ data::Corpus read_corpus(const std::string& tsv, const std::string& src, const s
   return tsv.empty() ? data::read_aligned(src, tgt) : data::read_tsv(tsv);
 }
 
-void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, RunData& d) {
+// Every rank reads the corpora; the root alone trains (or, resuming, loads) the tokenizers and
+// sends them to the others, so all ranks tokenize identically and need no run directory.
+void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
+                    RunData& d) {
   const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
   spdlog::info("training corpus: {} pairs read, {} skipped as empty", train.read, train.skipped_empty);
   data::Corpus valid;
@@ -76,7 +82,9 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, Ru
     spdlog::info("validation corpus: {} pairs", valid.pairs.size());
   }
   data::Tokenizer src_tok, tgt_tok;
-  if (resuming) {
+  if (!group.is_root()) {
+    // receives below
+  } else if (resuming) {
     src_tok = data::Tokenizer::load(run.src_model());
     tgt_tok = data::Tokenizer::load(run.tgt_model());
   } else {
@@ -103,6 +111,16 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, Ru
     write_file_atomic(run.tgt_model(), tgt_tok.serialized());
     spdlog::info("tokenizer: {} vocabulary, {} source and {} target pieces", c.joint_vocab ? "joint" : "separate",
                  src_tok.vocab_size(), tgt_tok.vocab_size());
+  }
+  if (group.size() > 1) {
+    std::string src_bytes = group.is_root() ? src_tok.serialized() : "";
+    std::string tgt_bytes = group.is_root() ? tgt_tok.serialized() : "";
+    group.broadcast(src_bytes);
+    group.broadcast(tgt_bytes);
+    if (!group.is_root()) {
+      src_tok = data::Tokenizer::from_serialized(src_bytes);
+      tgt_tok = data::Tokenizer::from_serialized(tgt_bytes);
+    }
   }
   d.codec = Codec::sentencepiece(src_tok, tgt_tok);
   d.train = data::tokenize(train.pairs, src_tok, tgt_tok);
@@ -204,10 +222,22 @@ double meta_double(const std::map<std::string, std::string>& m, const std::strin
   }
 }
 
-Progress load_checkpoint(const RunPaths& run, nn::Transformer& model, optim::Optimizer& opt,
-                         data::BatchIterator& it) {
+// Rank r's dropout stream. Rank 0 keeps the model's seed (so a run of one process is the
+// single-process run, and checkpoints hold rank 0's seed); the others get seeds derived from it
+// and their rank: different masks on every rank, the same ones again for the same seed.
+uint64_t rank_seed(uint64_t seed, int rank) {
+  return rank == 0 ? seed : Generator(seed).hash(~uint64_t(rank));
+}
+
+// The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
+// the run directory; every rank then restores the same state (the dropout stream, its own).
+Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, nn::Transformer& model,
+                         optim::Optimizer& opt, data::BatchIterator& it) {
   const std::string path = run.checkpoint();
-  const SafeTensors st = load_safetensors(path);
+  std::string bytes = group.is_root() ? read_file(path) : "";
+  group.broadcast(bytes);
+  const SafeTensors st = parse_safetensors(bytes, path);
+  bytes = std::string();
   // The architecture must be the one this run was configured with.
   try {
     const auto saved = nn::TransformerOptions::from_metadata(st.metadata);
@@ -216,7 +246,14 @@ Progress load_checkpoint(const RunPaths& run, nn::Transformer& model, optim::Opt
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
-  load_model_weights(model, path);
+  nn::NamedTensors weights;
+  for (const auto& [name, t] : st.tensors)
+    if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
+  try {
+    model.load_state_dict(weights);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
   try {
     opt.load_state([&](const std::string& n) { return st.find(n); }, st.metadata);
   } catch (const Error& e) {
@@ -234,7 +271,7 @@ Progress load_checkpoint(const RunPaths& run, nn::Transformer& model, optim::Opt
     std::istringstream rng(st.metadata.at("train.dropout_rng"));
     uint64_t seed = 0, counter = 0;
     ROSETTA_CHECK(rng >> seed >> counter, "bad train.dropout_rng");
-    model.dropout_generator().set_state(seed, counter);
+    model.dropout_generator().set_state(rank_seed(seed, group.rank()), counter);
   } catch (const std::out_of_range&) {
     ROSETTA_FAIL(path, ": data position or random state missing");
   } catch (const Error& e) {
@@ -262,33 +299,45 @@ struct ValidResult {
   double loss = kNaN, bleu = kNaN, chrf = kNaN, exact = kNaN;
 };
 
-ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c) {
+// Sharded over the ranks: rank r scores every size-th validation batch and translates every
+// size-th sentence from the r-th. The loss is summed over ranks (so every rank knows it); the
+// translations are gathered on the root, which alone computes BLEU and chrF.
+ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
   ValidResult r;
   if (d.valid.empty()) return r;
   model.eval();
   NoGradGuard ng;
-  double total = 0;
-  int64_t tokens = 0;
+  double sums[2] = {0, 0};  // loss x tokens, tokens
   data::BatchIterator vit(d.valid, data::BatchOptions().max_tokens(size_t(c.max_tokens)).shuffle(false));
   for (size_t b = 0; b < vit.batches_in_epoch(); ++b) {
     const data::Batch batch = vit.next();
+    if (int(b % size_t(group.size())) != group.rank()) continue;
     const Var logits = model.forward(batch.src, batch.tgt_in);
     const Var loss = cross_entropy(logits, batch.tgt_out, 0.0, data::kPadId);
-    total += loss.item() * double(batch.tgt_tokens);
-    tokens += batch.tgt_tokens;
+    sums[0] += loss.item() * double(batch.tgt_tokens);
+    sums[1] += double(batch.tgt_tokens);
   }
-  r.loss = total / double(std::max<int64_t>(tokens, 1));
+  group.sum(sums, 2);
+  r.loss = sums[0] / std::max(sums[1], 1.0);
   const size_t n = std::min(d.valid_text.size(), size_t(c.valid_bleu_sentences));
   if (n > 0) {
-    std::vector<std::string> srcs, refs, hyps;
-    for (size_t i = 0; i < n; ++i) {
-      srcs.push_back(d.valid_text[i].src);
-      refs.push_back(d.valid_text[i].tgt);
+    const size_t ranks = size_t(group.size());
+    std::vector<std::string> srcs, mine;
+    for (size_t i = size_t(group.rank()); i < n; i += ranks) srcs.push_back(d.valid_text[i].src);
+    if (!srcs.empty()) {
+      const auto out = translate_lines(model, d.codec, srcs, nn::SearchOptions().beam(c.valid_beam), c.max_tokens);
+      for (const auto& h : out) mine.push_back(d.codec.decode_target(h[0].tokens));
     }
-    const auto out = translate_lines(model, d.codec, srcs, nn::SearchOptions().beam(c.valid_beam), c.max_tokens);
+    const std::vector<std::string> parts = group.gather(json(mine).dump());
+    model.train();
+    if (!group.is_root()) return r;
+    std::vector<std::vector<std::string>> by_rank;
+    for (const std::string& part : parts) by_rank.push_back(json::parse(part).get<std::vector<std::string>>());
+    std::vector<std::string> refs, hyps;
     int64_t exact = 0;
     for (size_t i = 0; i < n; ++i) {
-      hyps.push_back(d.codec.decode_target(out[i][0].tokens));
+      hyps.push_back(by_rank[i % ranks][i / ranks]);
+      refs.push_back(d.valid_text[i].tgt);
       exact += hyps.back() == refs[i];
     }
     r.bleu = data::corpus_bleu(hyps, refs).score;
@@ -379,38 +428,81 @@ class MetricsFile {
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-}  // namespace
+// Threads of each rank: --threads, else OMP_NUM_THREADS, else this machine's cores shared by the
+// ranks on it (so `mpirun -np 2` on 8 cores runs 2 x 4 threads, not 2 x 8).
+int threads_for(const TrainConfig& c, const ProcessGroup& group) {
+  if (c.threads > 0 || group.size() == 1 || std::getenv("OMP_NUM_THREADS")) return c.threads;
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, std::min(get_num_threads(), cores / group.local_size()));
+}
 
-TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::atomic<bool>* stop) {
+// Before a checkpoint: the ranks agree on the dropout position (the largest counter: every rank
+// continues from there, as a resumed run does), and every rank's parameters are compared with
+// the root's. They should be bit-identical, since every rank applies the same update to the same
+// summed gradient; a rank that differs adopts the root's. Returns the largest difference.
+float sync_replicas(const ProcessGroup& group, const optim::Optimizer& opt, Generator& dropout) {
+  if (group.size() == 1) return 0;
+  dropout.set_state(dropout.seed(), group.max(dropout.counter()));
+  const Tensor& params = opt.flat_params();
+  float* p = params.data<float>();
+  std::vector<float> root(p, p + params.numel());
+  group.broadcast(root.data(), int64_t(root.size()));
+  float diff = 0;
+  for (size_t i = 0; i < root.size(); ++i) diff = std::max(diff, std::abs(p[i] - root[i]));
+  if (diff > 0) {
+    std::copy(root.begin(), root.end(), p);
+    params.bump_version();
+  }
+  return group.max(diff);
+}
+
+TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::string& config_toml,
+                      const std::atomic<bool>* stop) {
+  const bool root = group.is_root();
   const bool resuming = !c.resume.empty();
   if (resuming) c.out = c.resume;
   c.validate();
   const RunPaths run(c.out);
-  prepare_run_dir(run, resuming);
-  setup_logging(run.log());
-  set_num_threads(c.threads);
+  if (root) {
+    prepare_run_dir(run, resuming);
+    setup_logging(run.log());
+  } else {
+    setup_logging();  // the root speaks for the job; the others only warn
+    spdlog::set_level(spdlog::level::warn);
+  }
+  set_num_threads(threads_for(c, group));
   spdlog::info("{} run in {} ({} threads, BLAS {})", resuming ? "resuming" : "starting", run.dir,
                get_num_threads(), blas_core_name());
-  if (!resuming && !config_toml.empty()) write_file_atomic(run.config(), config_toml);
+  if (group.size() > 1)
+    spdlog::info("data-parallel over {} processes ({} on this machine, {} threads each): an update takes "
+                 "{} x {} batches",
+                 group.size(), group.local_size(), get_num_threads(), group.size(), c.accum);
+  if (root && !resuming && !config_toml.empty()) write_file_atomic(run.config(), config_toml);
 
   RunData d;
   if (c.task == "copy") make_copy_task(c, d);
-  else load_text_data(c, run, resuming, d);
+  else load_text_data(c, run, resuming, group, d);
   spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
 
   Generator init(c.seed);
   nn::Transformer model(c.model_options(d.codec.src_vocab(), d.codec.tgt_vocab()), init);
   model.train();
+  Generator& dropout = model.dropout_generator();
+  dropout.set_state(rank_seed(dropout.seed(), group.rank()), dropout.counter());
   auto opt = make_optimizer(c, model.parameters());
   const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
                                              std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   Progress p;
   if (resuming) {
-    p = load_checkpoint(run, model, *opt, it);
-    truncate_metrics(run, p.step);
+    p = load_checkpoint(run, group, model, *opt, it);
+    if (root) truncate_metrics(run, p.step);
     spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
   }
+  // The same seed gives every rank the same weights; the root's are sent anyway, so that the
+  // ranks start identical whatever the platform.
+  group.broadcast(opt->flat_params().data<float>(), opt->numel());
+  opt->flat_params().bump_version();
 
   const int64_t n = model.parameter_count();
   const double opt_bytes = double(opt->state_tensors().size()) * 4.0 * double(n);
@@ -421,7 +513,11 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
                opt->name(), human_bytes(double(act)));
   spdlog::info("schedule: {}; {} batches per epoch", schedule->describe(), it.batches_in_epoch());
 
-  MetricsFile metrics(run.metrics());
+  std::optional<MetricsFile> metrics;  // the root's
+  if (root) metrics.emplace(run.metrics());
+  auto write_metrics = [&](const json& j) {
+    if (metrics) metrics->write(j);
+  };
   ProgressLine bar;
   const double max_time = c.max_time_seconds();
   const auto t0 = std::chrono::steady_clock::now();
@@ -435,15 +531,21 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
 
   TrainOutcome outcome;
   double interval_loss = 0, interval_tokens = 0, interval_time_start = elapsed();
+  double interval_comm = 0;  // seconds spent summing gradients over the ranks
+  int64_t interval_steps = 0;
   double last_norm = 0;
+  float replica_diff = 0;
 
   auto save = [&] {
-    save_checkpoint(run, c, model, *opt, it, p, elapsed());
+    replica_diff = std::max(replica_diff, sync_replicas(group, *opt, dropout));
+    if (root) save_checkpoint(run, c, model, *opt, it, p, elapsed());
   };
+  // Collective: every rank validates its share and applies the same early-stopping rule to the
+  // same loss; the root logs and keeps the best model.
   auto do_validation = [&] {
-    const ValidResult v = validate(model, d, c);
+    const ValidResult v = validate(model, d, c, group);
     if (std::isnan(v.loss)) return false;
-    metrics.write({{"kind", "valid"}, {"step", p.step}, {"loss", num(v.loss)}, {"ppl", num(std::exp(v.loss))},
+    write_metrics({{"kind", "valid"}, {"step", p.step}, {"loss", num(v.loss)}, {"ppl", num(std::exp(v.loss))},
                    {"bleu", num(v.bleu)}, {"chrf", num(v.chrf)}, {"exact", num(v.exact)},
                    {"elapsed_s", elapsed()}});
     const bool improved = std::isnan(p.best_valid) || v.loss < p.best_valid;
@@ -452,27 +554,34 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
     if (improved) {
       p.best_valid = v.loss;
       p.bad_validations = 0;
-      auto meta = run_metadata(c, model);
-      meta["train.step"] = std::to_string(p.step);
-      meta["valid.loss"] = to_str(v.loss);
-      model.save(run.best(), meta);
+      if (root) {
+        auto meta = run_metadata(c, model);
+        meta["train.step"] = std::to_string(p.step);
+        meta["valid.loss"] = to_str(v.loss);
+        model.save(run.best(), meta);
+      }
     } else {
       ++p.bad_validations;
     }
     return c.early_stopping > 0 && p.bad_validations >= c.early_stopping;
   };
 
+  const int64_t ranks = group.size(), rank = group.rank();
   while (true) {
     if (c.max_steps > 0 && p.step >= c.max_steps) { outcome.stop_reason = "max-steps"; break; }
     if (c.max_epochs > 0 && int64_t(it.epoch()) >= c.max_epochs) { outcome.stop_reason = "max-epochs"; break; }
-    if (max_time > 0 && elapsed() >= max_time) { outcome.stop_reason = "max-time"; break; }
+    if (max_time > 0 && group.any(elapsed() >= max_time)) { outcome.stop_reason = "max-time"; break; }
 
-    // One update from `accum` batches; each batch's loss is weighted by its share of tokens.
+    // One update from the global batch: the next ranks x accum batches of the data order, which
+    // every rank serves; rank r computes every ranks-th from the r-th. Each batch's loss is
+    // weighted by its share of the global batch's tokens, so the gradients summed over the ranks
+    // are the gradient of the global batch: the update one process makes with --accum ranks x accum.
     std::vector<data::Batch> batches;
     int64_t tokens = 0;
-    for (int64_t a = 0; a < c.accum; ++a) {
-      batches.push_back(it.next());
-      tokens += batches.back().tgt_tokens;
+    for (int64_t i = 0; i < ranks * c.accum; ++i) {
+      data::Batch b = it.next();
+      tokens += b.tgt_tokens;
+      if (i % ranks == rank) batches.push_back(std::move(b));
     }
     double step_loss = 0;
     for (const data::Batch& b : batches) {
@@ -480,6 +589,14 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
       const double w = double(b.tgt_tokens) / double(std::max<int64_t>(tokens, 1));
       step_loss += loss.item() * w;
       (w == 1.0 ? loss : loss * w).backward();
+    }
+    if (ranks > 1) {
+      // One in-place allreduce of the flat gradient buffer, after the backward pass (see
+      // docs in distributed.h on why it is not overlapped with it).
+      const auto c0 = std::chrono::steady_clock::now();
+      group.sum(opt->flat_grads().data<float>(), opt->numel());
+      step_loss = group.sum(step_loss);
+      interval_comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
     }
     const double norm = c.clip > 0 ? optim::clip_grad_norm(*opt, c.clip) : optim::grad_norm(*opt);
     if (!std::isfinite(step_loss) || !std::isfinite(norm)) {
@@ -498,6 +615,7 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
     opt->step();
     opt->zero_grad();
     ++p.step;
+    ++interval_steps;
     last_norm = norm;
     interval_loss += step_loss * double(tokens);
     interval_tokens += double(tokens);
@@ -506,24 +624,33 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
       const double now = elapsed();
       const double loss = interval_loss / std::max(interval_tokens, 1.0);
       const double tps = interval_tokens / std::max(now - interval_time_start, 1e-9);
-      metrics.write({{"kind", "train"}, {"step", p.step}, {"epoch", it.epoch()}, {"loss", num(loss)},
-                     {"ppl", num(std::exp(loss))}, {"lr", opt->lr()}, {"grad_norm", num(last_norm)},
-                     {"tokens_per_s", tps}, {"elapsed_s", now}});
-      if (stderr_is_tty()) {
-        bar.show(fmt::format("step {} | epoch {} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | {:.0f}s", p.step,
-                             it.epoch(), loss, opt->lr(), tps, now));
-      } else {
-        spdlog::info("step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s", p.step,
-                     it.epoch(), loss, std::exp(loss), opt->lr(), last_norm, tps);
+      json j = {{"kind", "train"}, {"step", p.step}, {"epoch", it.epoch()}, {"loss", num(loss)},
+                {"ppl", num(std::exp(loss))}, {"lr", opt->lr()}, {"grad_norm", num(last_norm)},
+                {"tokens_per_s", tps}, {"elapsed_s", now}};
+      std::string comm;
+      if (ranks > 1) {
+        const double ms = 1000 * interval_comm / double(std::max<int64_t>(interval_steps, 1));
+        j["allreduce_ms"] = ms;
+        comm = fmt::format(" (allreduce {:.1f} ms/step)", ms);
       }
-      interval_loss = interval_tokens = 0;
+      write_metrics(j);
+      if (stderr_is_tty()) {
+        if (root)
+          bar.show(fmt::format("step {} | epoch {} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s{} | {:.0f}s", p.step,
+                               it.epoch(), loss, opt->lr(), tps, comm, now));
+      } else {
+        spdlog::info("step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s{}", p.step,
+                     it.epoch(), loss, std::exp(loss), opt->lr(), last_norm, tps, comm);
+      }
+      interval_loss = interval_tokens = interval_comm = 0;
+      interval_steps = 0;
       interval_time_start = now;
     }
     bool stop_early = false;
     if (c.validate_every > 0 && p.step % c.validate_every == 0) stop_early = do_validation();
     if (c.save_every > 0 && p.step % c.save_every == 0) save();
     if (stop_early) { outcome.stop_reason = "early-stopping"; break; }
-    if (stop && stop->load()) { outcome.stop_reason = "interrupted"; break; }
+    if (stop && group.any(stop->load())) { outcome.stop_reason = "interrupted"; break; }
   }
   bar.clear();
   if (outcome.stop_reason != "interrupted" && outcome.stop_reason != "early-stopping" &&
@@ -532,9 +659,28 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
   save();
   outcome.steps = p.step;
   outcome.best_valid_loss = p.best_valid;
+  if (ranks > 1)
+    spdlog::info("{} ranks; largest difference of a rank's parameters from rank 0's: {:g}{}", ranks,
+                 replica_diff, replica_diff == 0 ? " (identical)" : " (resynchronized)");
   spdlog::info("stopped at step {} ({}); {:.0f}s of training; checkpoint in {}", p.step, outcome.stop_reason,
                elapsed(), run.checkpoint());
   return outcome;
+}
+
+}  // namespace
+
+// Data-parallel training (several ranks) is the single-process loop with three additions: every
+// rank serves all batches from the shared data order but computes only its share, the gradient
+// buffer is summed over the ranks before the update, and every decision to stop is agreed on.
+// With one rank every collective is the identity and the run is the single-process run.
+TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::atomic<bool>* stop) {
+  const ProcessGroup group = c.distributed || launched_by_mpi() ? ProcessGroup::world() : ProcessGroup();
+  try {
+    return train_in(group, std::move(c), config_toml, stop);
+  } catch (...) {
+    group.fail();  // the other ranks may be waiting for this one: end the job
+    throw;
+  }
 }
 
 }  // namespace rosetta::cli

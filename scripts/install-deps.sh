@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs rosetta's build and run dependencies from Debian 12 packages. Idempotent; run as root.
 set -euo pipefail
+# libopenmpi-dev, openmpi-bin: data-parallel training (mpirun -np N rosetta train); optional for
+# the build (cmake -DROSETTA_MPI=OFF, or AUTO without them, builds without MPI).
 packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
-          libsentencepiece-dev nlohmann-json3-dev)
+          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
