@@ -238,6 +238,11 @@ Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, nn::Tra
   group.broadcast(bytes);
   const SafeTensors st = parse_safetensors(bytes, path);
   bytes = std::string();
+  if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
+    const std::string actual = tensors_checksum(st.tensors);
+    ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
+                  ", the file says ", sum->second);
+  }
   // The architecture must be the one this run was configured with.
   try {
     const auto saved = nn::TransformerOptions::from_metadata(st.metadata);
