@@ -36,9 +36,11 @@ LayerNormResult layer_norm_forward(const Tensor& x_in, const Tensor& gamma_in,
       for (int64_t i = b; i < e; ++i) {
         const T* row = px + i * D;
         double s = 0;
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < D; ++j) s += row[j];
         const double mean = s / double(D);
         double v = 0;
+#pragma omp simd reduction(+ : v)
         for (int64_t j = 0; j < D; ++j) v += (row[j] - mean) * (row[j] - mean);
         const T rstd = T(1.0 / std::sqrt(v / double(D) + eps)), m = T(mean);
         pm[i] = m;
@@ -79,12 +81,16 @@ void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& 
         const T *xr = px + i * D, *dr = pd + i * D;
         const T m = pm[i], r = pr[i];
         double a = 0, c = 0;  // mean(g), mean(g * xhat)
+#pragma omp simd reduction(+ : a, c)
         for (int64_t j = 0; j < D; ++j) {
           const T xhat = (xr[j] - m) * r, g = dr[j] * pg[j];
           a += g;
           c += double(g) * xhat;
-          if (pp) {
-            pp[j] += double(dr[j]) * xhat;
+        }
+        if (pp) {
+#pragma omp simd
+          for (int64_t j = 0; j < D; ++j) {
+            pp[j] += double(dr[j]) * ((xr[j] - m) * r);
             pp[D + j] += dr[j];
           }
         }

@@ -15,6 +15,7 @@ namespace {
 template <class T>
 T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
   return m;
 }
