@@ -64,16 +64,25 @@ LineReader::LineReader(const std::filesystem::path& path, size_t max_line_bytes)
     : name_(path.string()), max_line_bytes_(max_line_bytes), buf_(size_t(1) << 16) {
   ROSETTA_CHECK(max_line_bytes > 0, "LineReader: max_line_bytes must be positive");
   check_regular_file(path);
-  in_.open(path, std::ios::binary);
-  ROSETTA_CHECK(in_.is_open(), name_, ": cannot open (", std::strerror(errno), ")");
+  auto file = std::make_unique<std::ifstream>(path, std::ios::binary);
+  ROSETTA_CHECK(file->is_open(), name_, ": cannot open (", std::strerror(errno), ")");
+  in_ = std::move(file);
+}
+
+LineReader::LineReader(std::string_view text, std::string name, size_t max_line_bytes, size_t chunk_bytes)
+    : in_(std::make_unique<std::istringstream>(std::string(text), std::ios::binary)),
+      name_(std::move(name)),
+      max_line_bytes_(max_line_bytes),
+      buf_(chunk_bytes) {
+  ROSETTA_CHECK(max_line_bytes > 0 && chunk_bytes > 0, "LineReader: limits must be positive");
 }
 
 bool LineReader::fill() {
   if (eof_) return false;
-  in_.read(buf_.data(), std::streamsize(buf_.size()));
-  ROSETTA_CHECK(!in_.bad(), name_, ":", line_ + 1, ": read error");
+  in_->read(buf_.data(), std::streamsize(buf_.size()));
+  ROSETTA_CHECK(!in_->bad(), name_, ":", line_ + 1, ": read error");
   pos_ = 0;
-  end_ = size_t(in_.gcount());
+  end_ = size_t(in_->gcount());
   if (end_ < buf_.size()) eof_ = true;
   return end_ > 0;
 }
@@ -87,8 +96,11 @@ bool LineReader::next(std::string& line) {
     const char* e = buf_.data() + end_;
     const char* nl = static_cast<const char*>(std::memchr(b, '\n', size_t(e - b)));
     const size_t take = size_t((nl ? nl : e) - b);
-    // The limit counts the line's bytes without its line ending.
-    ROSETTA_CHECK(line.size() + take <= max_line_bytes_ + 1, name_, ":", line_ + 1,
+    // The limit counts the line's bytes without its line ending and, on line 1, without a byte
+    // order mark: this early check (a line is never read whole before it is refused) allows
+    // for both, the exact one follows.
+    const size_t slack = line_ == 0 ? 4 : 1;
+    ROSETTA_CHECK(line.size() + take <= max_line_bytes_ + slack, name_, ":", line_ + 1,
                   ": line longer than the limit of ", max_line_bytes_, " bytes");
     line.append(b, take);
     any = true;
