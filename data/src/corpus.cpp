@@ -49,8 +49,9 @@ size_t count_words(const std::string& s) {
   return n;
 }
 
-Corpus read_tsv(const std::filesystem::path& path, const ReadOptions& o) {
-  LineReader reader(path, o.max_line_bytes_);
+namespace {
+
+Corpus read_tsv_from(LineReader& reader, const ReadOptions& o) {
   Corpus c;
   std::string line;
   while (reader.next(line)) {
@@ -73,10 +74,7 @@ Corpus read_tsv(const std::filesystem::path& path, const ReadOptions& o) {
   return c;
 }
 
-Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem::path& tgt_path,
-                    const ReadOptions& o) {
-  LineReader src(src_path, o.max_line_bytes_);
-  LineReader tgt(tgt_path, o.max_line_bytes_);
+Corpus read_aligned_from(LineReader& src, LineReader& tgt, const ReadOptions& o) {
   Corpus c;
   std::string s, t;
   for (;;) {
@@ -93,6 +91,32 @@ Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem
   }
   check_not_empty(c, src.name() + " + " + tgt.name());
   return c;
+}
+
+}  // namespace
+
+Corpus read_tsv(const std::filesystem::path& path, const ReadOptions& o) {
+  LineReader reader(path, o.max_line_bytes_);
+  return read_tsv_from(reader, o);
+}
+
+Corpus parse_tsv(std::string_view text, const std::string& name, const ReadOptions& o) {
+  LineReader reader(text, name, o.max_line_bytes_);
+  return read_tsv_from(reader, o);
+}
+
+Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem::path& tgt_path,
+                    const ReadOptions& o) {
+  LineReader src(src_path, o.max_line_bytes_);
+  LineReader tgt(tgt_path, o.max_line_bytes_);
+  return read_aligned_from(src, tgt, o);
+}
+
+Corpus parse_aligned(std::string_view src_text, std::string_view tgt_text, const std::string& src_name,
+                     const std::string& tgt_name, const ReadOptions& o) {
+  LineReader src(src_text, src_name, o.max_line_bytes_);
+  LineReader tgt(tgt_text, tgt_name, o.max_line_bytes_);
+  return read_aligned_from(src, tgt, o);
 }
 
 void write_tsv(const std::filesystem::path& path, const std::vector<SentencePair>& pairs) {

@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <istream>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +35,9 @@ class LineReader {
   static constexpr size_t kDefaultMaxLineBytes = size_t(1) << 20;
 
   LineReader(const std::filesystem::path& path, size_t max_line_bytes);
+  // Reads `text` (copied) as if it were the file `name`, in chunks of `chunk_bytes` (tests use
+  // tiny chunks to exercise lines that straddle chunks).
+  LineReader(std::string_view text, std::string name, size_t max_line_bytes, size_t chunk_bytes = size_t(1) << 16);
 
   // Reads the next line into `line` (without '\n', '\r\n' or the BOM); false at end of file.
   bool next(std::string& line);
@@ -42,7 +48,7 @@ class LineReader {
  private:
   bool fill();
 
-  std::ifstream in_;
+  std::unique_ptr<std::istream> in_;
   std::string name_;
   size_t max_line_bytes_;
   std::vector<char> buf_;

@@ -54,6 +54,12 @@ Corpus read_tsv(const std::filesystem::path& path, const ReadOptions& options = 
 Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem::path& tgt_path,
                     const ReadOptions& options = {});
 
+// The same readers on text in memory; `name` (or src_name, tgt_name) stands for the file in
+// errors ("name:line: ...").
+Corpus parse_tsv(std::string_view text, const std::string& name, const ReadOptions& options = {});
+Corpus parse_aligned(std::string_view src_text, std::string_view tgt_text, const std::string& src_name,
+                     const std::string& tgt_name, const ReadOptions& options = {});
+
 // Writes "src<TAB>tgt\n" lines. Throws when a side holds a tab or a line break (it would not
 // read back), or when the file cannot be written.
 void write_tsv(const std::filesystem::path& path, const std::vector<SentencePair>& pairs);
