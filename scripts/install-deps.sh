@@ -3,8 +3,10 @@
 set -euo pipefail
 # libopenmpi-dev, openmpi-bin: data-parallel training (mpirun -np N rosetta train); optional for
 # the build (cmake -DROSETTA_MPI=OFF, or AUTO without them, builds without MPI).
+# clang-14, libclang-rt-14-dev, libomp-14-dev: the libFuzzer targets (scripts/ci-extra.sh).
 packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
-          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
+          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
+          clang-14 libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
