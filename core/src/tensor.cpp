@@ -76,7 +76,13 @@ int normalize_axis(int axis, int ndim) {
 // ---------------------------------------------------------------- creation
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape) ROSETTA_CHECK(d >= 0, "empty: negative size in shape ", shape);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    ROSETTA_CHECK(d >= 0, "empty: negative size in shape ", shape);
+    ROSETTA_CHECK(d == 0 || n <= (int64_t(1) << 48) / std::max<int64_t>(d, 1),
+                  "empty: shape ", shape, " is too large");
+    n *= std::max<int64_t>(d, 1);
+  }
   auto storage = std::make_shared<Storage>(size_t(shape.numel()) * dtype_size(dtype));
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }

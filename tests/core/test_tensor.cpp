@@ -185,3 +185,9 @@ TEST_CASE("draws do not depend on the thread count", "[core]") {
   set_num_threads(threads);
   REQUIRE(one == two);
 }
+
+TEST_CASE("absurd shapes are refused before allocating", "[core]") {
+  REQUIRE_THROWS_WITH(Tensor::empty({int64_t(1) << 40, int64_t(1) << 20}), Catch::Contains("too large"));
+  REQUIRE_THROWS_WITH(Tensor::empty({0, int64_t(1) << 62, int64_t(1) << 62}), Catch::Contains("too large"));
+  REQUIRE(Tensor::empty({0, 5}).numel() == 0);
+}

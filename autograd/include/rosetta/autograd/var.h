@@ -5,7 +5,8 @@
 // inputs; an output owns its node; nothing points back, so the graph has no cycles and is freed
 // as soon as the last Var using it goes away.
 //
-//   Var w(Tensor::randn..., /*requires_grad=*/true);
+//   Generator gen(0);
+//   Var w(gen.normal({4, 3}), /*requires_grad=*/true);
 //   Var loss = mean(square(matmul(x, w)));
 //   loss.backward();          // w.grad() now holds dloss/dw (accumulated with +=)
 #pragma once
@@ -47,8 +48,9 @@ class Var {
 
   bool defined() const { return impl_ != nullptr; }
   const Tensor& data() const { return impl_->data; }
-  // Replaces the value (e.g. to load weights). Shapes must match unless the Var is not a
-  // parameter yet; bumps the version so stale graphs are detected.
+  // Copies a new value in place (e.g. to load weights); shape and dtype must match. Views of
+  // the value (e.g. a flat optimizer buffer) stay valid, and the version bump lets stale
+  // graphs detect the change.
   void set_data(const Tensor& t);
   const Tensor& grad() const { return impl_->meta->grad; }
   bool requires_grad() const { return impl_ && impl_->meta->requires_grad; }
