@@ -51,6 +51,15 @@ std::string fmt_num(double v) {
   return os.str();
 }
 
+// The start of an SVG document of W x H on a white background, with one-decimal numbers.
+void svg_open(std::ostringstream& o, double W, double H) {
+  o << std::fixed << std::setprecision(1);
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+}
+
 struct Range {
   double lo = INFINITY, hi = -INFINITY;
   void add(double v) {
@@ -84,12 +93,8 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
   auto YR = [&](double y) { return mt + ph - (y - yr.lo) / (yr.hi - yr.lo) * ph; };
 
   std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
+  svg_open(o, W, H);
+  o << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
     << "</text>\n";
   // Grid and ticks.
   for (double t : ticks(xr.lo, xr.hi))
@@ -156,12 +161,8 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights_in,
   for (int64_t i = 0; i < R * C; ++i) hi = std::max(hi, p[i]);
   if (hi <= 0) hi = 1;
   std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"10\" y=\"22\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
+  svg_open(o, W, H);
+  o << "<text x=\"10\" y=\"22\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
   for (int64_t c = 0; c < C; ++c)
     o << "<text transform=\"translate(" << ml + c * cell + cell / 2 + 4 << "," << mt - 6
       << ") rotate(-60)\">" << xml_escape(cols[c]) << "</text>\n";
