@@ -6,6 +6,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/safetensors.h"
 
@@ -85,12 +86,28 @@ int64_t Codec::tgt_vocab() const { return symbols_ ? symbols_ + 4 : tgt_.vocab_s
 
 // ------------------------------------------------------------------ loading
 
+namespace {
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+void fnv_mix(uint64_t& h, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+}
+std::string hex16(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+}  // namespace
+
+std::string bytes_checksum(std::string_view bytes) {
+  uint64_t h = kFnvOffset;
+  fnv_mix(h, bytes.data(), bytes.size());
+  return hex16(h);
+}
+
 std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  };
+  uint64_t h = kFnvOffset;
+  auto mix = [&h](const void* data, size_t n) { fnv_mix(h, data, n); };
   std::vector<const std::pair<std::string, Tensor>*> order;
   for (const auto& t : tensors) order.push_back(&t);
   std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
@@ -104,9 +121,7 @@ std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& 
     if (t.numel() > 0)
       mix(static_cast<const char*>(t.storage()->data()) + size_t(t.offset()) * elem, size_t(t.numel()) * elem);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  return hex16(h);
 }
 
 std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path) {
@@ -144,6 +159,12 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
     ROSETTA_CHECK(it != t.metadata.end(), path, ": copy-task checkpoint without run.copy_symbols");
     t.codec = Codec::symbols(std::stoll(it->second));
   } else {
+    for (const auto& [file, key] : {std::pair{run.src_model(), kSrcTokenizerKey}, std::pair{run.tgt_model(), kTgtTokenizerKey}}) {
+      const auto expected = t.metadata.find(key);
+      if (expected == t.metadata.end()) continue;
+      ROSETTA_CHECK(bytes_checksum(read_file(file)) == expected->second, file,
+                    " is not the tokenizer the model in ", path, " was trained with (checksum differs)");
+    }
     t.codec = Codec::sentencepiece(data::Tokenizer::load(run.src_model()),
                                    data::Tokenizer::load(run.tgt_model()));
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rosetta/data/tokenizer.h"
@@ -52,6 +53,12 @@ class Codec {
 // section are an error rather than silently wrong weights.
 inline constexpr const char* kChecksumKey = "rosetta.checksum";
 std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors);
+// FNV-1a (64-bit) of bytes, as 16 hex digits. A checkpoint whose metadata holds
+// kSrcTokenizerKey / kTgtTokenizerKey (the checksums of src.model / tgt.model as trained) only
+// loads with those tokenizers, so that tokenizer files swapped in from another run are an error.
+std::string bytes_checksum(std::string_view bytes);
+inline constexpr const char* kSrcTokenizerKey = "run.src_model_checksum";
+inline constexpr const char* kTgtTokenizerKey = "run.tgt_model_checksum";
 
 // Loads the model weights of a checkpoint or best file (entries named optim.* are skipped)
 // and returns its metadata. Throws naming the file when its checksum (if any) does not match.
