@@ -674,7 +674,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       interval_time_start = now;
     }
     bool stop_early = false;
-    if (c.validate_every > 0 && p.step % c.validate_every == 0) stop_early = do_validation();
+    if (c.validate_every > 0 && p.step % c.validate_every == 0) stop_early = group.any(do_validation());
     if (c.save_every > 0 && p.step % c.save_every == 0) save();
     if (stop_early) { outcome.stop_reason = "early-stopping"; break; }
     if (stop && group.any(stop->load())) { outcome.stop_reason = "interrupted"; break; }

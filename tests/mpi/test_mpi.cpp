@@ -16,8 +16,14 @@
 // memory without the cross-process copy mechanism containers often forbid.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "apps/cli_support.h"
 #include "rosetta/core/safetensors.h"
@@ -175,6 +181,70 @@ TEST_CASE("2 ranks with dropout: stopped and resumed, the run continues bit for 
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i]["loss"].get<double>() == b[i]["loss"].get<double>());
   REQUIRE(max_abs_diff(dir / "straight/checkpoint.safetensors", dir / "resumed/checkpoint.safetensors",
                        [](const std::string&) { return true; }) == 0);
+}
+
+// The processes whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : rosetta::test::fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::istringstream stat(rosetta::test::slurp(e.path().string() + "/stat"));
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    // pid (comm) state ppid; comm has no spaces here (rosetta)
+    if (stat >> pid >> comm >> state >> ppid && ppid == parent) out.push_back(pid_t(std::stoi(pid)));
+  }
+  return out;
+}
+
+TEST_CASE("SIGTERM to one rank stops every rank at the same update, with a checkpoint", "[mpi]") {
+  container_friendly_mpi_env();
+  TempDir dir("mpi_signal");
+  const std::string log = dir / "out.log";
+  const std::string cmd = std::string(ROSETTA_MPIEXEC) + " -n 2 " + ROSETTA_BIN + " train " + kFlags +
+                          " --max-steps 1000000 --validate-every 0 --out " + (dir / "run") + " > " + log + " 2>&1";
+  const pid_t shell = fork();
+  REQUIRE(shell >= 0);
+  if (shell == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once training runs (metrics appear), signal the last rank only.
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < 600 && (ranks.size() < 2 || !rosetta::test::fs::exists(dir / "run/metrics.jsonl")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ranks = children_of(shell);  // mpiexec exec'd in place of the shell: the ranks are its children
+  }
+  int status = 0;
+  if (ranks.size() < 2) {
+    kill(shell, SIGKILL);
+    waitpid(shell, &status, 0);
+    FAIL("the ranks did not start: " << rosetta::test::slurp(log));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(kill(ranks.back(), SIGTERM) == 0);
+  for (int i = 0; i < 600 && waitpid(shell, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!WIFEXITED(status) && !WIFSIGNALED(status)) {
+    kill(shell, SIGKILL);
+    waitpid(shell, &status, 0);
+    FAIL("still running a minute after the signal: " << rosetta::test::slurp(log));
+  }
+  const std::string out = rosetta::test::slurp(log);
+  INFO(out);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_THAT(out, Catch::Contains("(interrupted)"));
+  REQUIRE_THAT(out, Catch::Contains("(identical)"));
+  REQUIRE(rosetta::test::fs::exists(dir / "run/checkpoint.safetensors"));
+
+  // --max-time: the ranks' clocks differ, the decision does not.
+  const RunResult r = rosetta_on(2, "train " + std::string(kFlags) + " --max-time 1 --validate-every 0 --out " +
+                                        (dir / "timed"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("(max-time)"));
 }
 
 TEST_CASE("an error on one rank ends the whole job", "[mpi]") {
