@@ -42,6 +42,7 @@ trap report EXIT
 # Sanitizer settings for everything run below: any report fails the process, with a stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan.supp:print_suppressions=0}
 
 asan() {
   timed "asan: configure" cmake -S . -B "$asan_build" -DCMAKE_BUILD_TYPE=Release -DROSETTA_SANITIZE=ON \
