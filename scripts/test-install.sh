@@ -4,6 +4,9 @@
 # (examples/<name>/CMakeLists.txt, whose executable is called <name>) against that prefix
 # alone, as a user of the installed package would. Fails on any error.
 #
+# Examples run without arguments, except `translate`: it gets a tiny run directory trained
+# here by the installed `rosetta train` on a toy corpus, and sentences to translate.
+#
 #   bash scripts/test-install.sh [BUILD_DIR]     # relative paths are relative to the repo root
 #
 # Also registered as a CTest test (tests/CMakeLists.txt).
@@ -63,6 +66,49 @@ if [[ $(cache_value ROSETTA_SANITIZE) == ON ]]; then
   example_args+=(-DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer")
 fi
 
+# ---------------------------------------------------------------- a toy run for `translate`
+# 200 German/English pairs from templates, and a model small enough to learn them in seconds.
+toy_run=$work/toy-run
+toy_sentences=("der Hund sieht den Ball." "die Frau hat das Auto.")
+make_toy_run() {
+  local subjects=("der Hund|the dog" "die Katze|the cat" "der Mann|the man" "die Frau|the woman"
+                  "das Kind|the child")
+  local verbs=("sieht|sees" "hat|has" "sucht|looks for" "mag|likes")
+  local objects=("den Ball|the ball" "das Buch|the book" "die Blume|the flower" "den Apfel|the apple"
+                 "den Tisch|the table" "das Haus|the house" "die Tür|the door" "den Baum|the tree"
+                 "das Auto|the car" "die Uhr|the clock")
+  local s v o
+  for s in "${subjects[@]}"; do for v in "${verbs[@]}"; do for o in "${objects[@]}"; do
+    printf '%s %s %s.\t%s %s %s.\n' "${s%|*}" "${v%|*}" "${o%|*}" "${s#*|}" "${v#*|}" "${o#*|}"
+  done; done; done >"$work/toy.tsv"
+  run "$work/toy-train.log" "$prefix/bin/rosetta" train --train "$work/toy.tsv" \
+    --valid "$work/toy.tsv" --out "$toy_run" --d-model 32 --heads 2 --ff 64 --encoder-layers 1 \
+    --decoder-layers 1 --vocab-size 70 --max-tokens 256 --max-steps 300 --warmup 50 --lr 0.005 \
+    --validate-every 0 --threads 1 --dropout 0
+}
+
+# run_translate EXE: translates toy_sentences given as arguments, then on stdin; it must print
+# one non-empty line per sentence, the same both ways.
+run_translate() {
+  local exe=$1 got stdin lines i
+  got=$("$exe" "$toy_run" "${toy_sentences[@]}") || fail "translate exited with status $?"
+  mapfile -t lines <<<"$got"
+  [[ ${#lines[@]} -eq ${#toy_sentences[@]} ]] ||
+    fail "translate printed ${#lines[@]} lines for ${#toy_sentences[@]} sentences: '$got'"
+  for i in "${!lines[@]}"; do
+    [[ -n ${lines[i]} ]] || fail "translate printed an empty line for '${toy_sentences[i]}'"
+    echo "  ${toy_sentences[i]} -> ${lines[i]}"
+  done
+  stdin=$(printf '%s\n' "${toy_sentences[@]}" | "$exe" "$toy_run") ||
+    fail "translate (sentences on stdin) exited with status $?"
+  [[ $stdin == "$got" ]] || fail "translate printed '$stdin' from stdin, '$got' from arguments"
+}
+
+if [[ -x $prefix/bin/rosetta ]]; then
+  make_toy_run
+  echo "test-install: trained a toy run with the installed rosetta"
+fi
+
 # ---------------------------------------------------------------- the examples
 count=0
 for dir in "$root"/examples/*/; do
@@ -79,8 +125,16 @@ for dir in "$root"/examples/*/; do
   # OpenBLAS must be Debian's OpenMP build, whatever the libopenblas.so.0 alternative says.
   blas=$(ldd "$exe" | sed -n 's/^\s*libopenblas\.so\.0 => \(\S*\).*/\1/p')
   [[ $blas == */openblas-openmp/* ]] || fail "$name loads libopenblas.so.0 from '$blas'"
-  echo "test-install: running $name"
-  (cd "$out" && "$exe") || fail "$name exited with status $?"
+  if [[ $name != translate ]]; then
+    echo "test-install: running $name"
+    (cd "$out" && "$exe") || fail "$name exited with status $?"
+  elif [[ -d $toy_run ]]; then
+    echo "test-install: running translate on the toy run"
+    (cd "$out" && run_translate "$exe")
+  else
+    echo "test-install: translate: skipped (no rosetta CLI installed to train its model)"
+    continue
+  fi
   count=$((count + 1))
 done
 [[ $count -gt 0 ]] || fail "no example was built"
