@@ -369,7 +369,7 @@ TEST_CASE("bad input: a config with unknown keys", "[badinput]") {
   require_bad_config("d-model=thirty-two\n", {"c.toml", "d-model", "thirty-two"});
 }
 
-TEST_CASE("bad input: a config with a dropout outside [0, 1)", "[badinput]") {
+TEST_CASE("bad input: a config with a dropout outside 0 <= p < 1", "[badinput]") {
   require_bad_config("dropout=1\n", {"--dropout 1 outside [0, 1)"});
   require_bad_config("dropout=-0.1\n", {"--dropout -0.1 outside [0, 1)"});
   require_bad_config("dropout=1.5\n", {"--dropout 1.5 outside [0, 1)"});
