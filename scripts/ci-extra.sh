@@ -45,10 +45,18 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan.supp:print_suppressions=0}
 
 asan() {
+  # -O1: sanitizers need no more, and it compiles in about half the time of -O3.
   timed "asan: configure" cmake -S . -B "$asan_build" -DCMAKE_BUILD_TYPE=Release -DROSETTA_SANITIZE=ON \
-    -DROSETTA_NATIVE=ON -DCMAKE_CXX_FLAGS=-g1 >/dev/null
+    -DROSETTA_NATIVE=ON -DCMAKE_CXX_FLAGS=-g1 -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" >/dev/null
   timed "asan: build" cmake --build "$asan_build" -j"$jobs"
-  timed "asan: ctest" ctest --test-dir "$asan_build" --output-on-failure -j"$jobs" -E '^install:'
+  timed "asan: ctest" ctest --test-dir "$asan_build" --output-on-failure -j"$jobs" -E '^(install|mpi):'
+  # Open MPI's run-time plugins (dlopen'ed, unloaded at exit) leak by design and appear as
+  # <unknown module>, which no suppression by library name can match: the MPI tests run with
+  # address and UB checks but without leak detection.
+  if ctest --test-dir "$asan_build" -N -R '^mpi:' | grep -q 'Total Tests: [1-9]'; then
+    timed "asan: ctest (mpi)" env ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+      ctest --test-dir "$asan_build" --output-on-failure -j1 -R '^mpi:'
+  fi
 }
 
 fuzz() {

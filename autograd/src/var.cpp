@@ -94,6 +94,20 @@ void accumulate_into(AutogradMeta& v, const Tensor& g) {
 }
 }  // namespace
 
+Node::~Node() {
+  std::vector<std::shared_ptr<AutogradMeta>> pending = std::move(inputs);
+  while (!pending.empty()) {
+    std::shared_ptr<AutogradMeta> m = std::move(pending.back());
+    pending.pop_back();
+    // When we hold the last reference to an input whose node nobody else holds, take that
+    // node's inputs over before letting it go, so its destructor has nothing left to recurse on.
+    if (m && m.use_count() == 1 && m->grad_fn && m->grad_fn.use_count() == 1) {
+      for (auto& in : m->grad_fn->inputs) pending.push_back(std::move(in));
+      m->grad_fn->inputs.clear();
+    }
+  }
+}
+
 void Node::accumulate(size_t i, const Tensor& g) {
   if (needs(i)) accumulate_into(*inputs[i], g);
 }

@@ -108,6 +108,13 @@ class Saved {
 struct Node {
   using BackwardFn = std::function<void(const Tensor& grad_out, Node& self)>;
 
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Frees the chain of nodes behind this one iteratively: a graph 100,000 ops deep would
+  // otherwise be destroyed by as many nested destructor calls.
+  ~Node();
+
   const char* name = "";
   std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null where the input needs no gradient
   BackwardFn backward;                           // empty once released
