@@ -10,6 +10,7 @@
 // next collective of the ranks that did not throw.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -23,6 +24,13 @@ inline bool launched_by_mpi() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"})
     if (std::getenv(v)) return true;
   return false;
+}
+
+// The number of processes the launcher started, when its environment says (else 1).
+inline int launched_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"})
+    if (const char* n = std::getenv(v)) return std::max(1, std::atoi(n));
+  return 1;
 }
 
 // True when this build can join an MPI job.

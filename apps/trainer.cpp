@@ -701,7 +701,13 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
 // buffer is summed over the ranks before the update, and every decision to stop is agreed on.
 // With one rank every collective is the identity and the run is the single-process run.
 TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::atomic<bool>* stop) {
-  const ProcessGroup group = c.distributed || launched_by_mpi() ? ProcessGroup::world() : ProcessGroup();
+  // A build without MPI runs alone under a launcher of one process (e.g. srun), and refuses to
+  // be one of several: each would train alone, all into the same directory.
+  if (!mpi_built() && !c.distributed)
+    ROSETTA_CHECK(launched_size() == 1, "started as one of ", launched_size(), " MPI processes, but this rosetta ",
+                  "was built without MPI; rebuild with libopenmpi-dev installed (cmake -DROSETTA_MPI=ON)");
+  const bool join = c.distributed || (mpi_built() && launched_by_mpi());
+  const ProcessGroup group = join ? ProcessGroup::world() : ProcessGroup();
   try {
     return train_in(group, std::move(c), config_toml, stop);
   } catch (...) {
