@@ -205,12 +205,16 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
     }
   }
   if (truncated) *truncated = cut;
-  // Longest first, so batches hold similar lengths and padding stays small.
-  std::vector<size_t> order(lines.size());
-  std::iota(order.begin(), order.end(), 0);
+  // Longest first, so batches hold similar lengths and padding stays small. Empty lines are
+  // not translated: they give an empty hypothesis (an empty output line).
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!ids[i].empty()) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
   std::vector<std::vector<nn::Hypothesis>> out(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (ids[i].empty()) out[i] = {nn::Hypothesis{}};
   size_t at = 0;
   while (at < order.size()) {
     const int64_t S = std::max<int64_t>(int64_t(ids[order[at]].size()), 1);
@@ -219,9 +223,6 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
     std::vector<int32_t> flat((end - at) * size_t(S), model.options().pad_id());
     for (size_t r = at; r < end; ++r)
       std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - at) * S);
-    // An empty line becomes a lone pad row: give it one token so it has a key to attend to.
-    for (size_t r = at; r < end; ++r)
-      if (ids[order[r]].empty()) flat[(r - at) * S] = data::kEosId;
     const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(end - at), S}), options);
     for (size_t r = at; r < end; ++r) out[order[r]] = hyps[r - at];
     at = end;

@@ -162,3 +162,19 @@ TEST_CASE("the effective config round-trips through TOML", "[cli]") {
   const RunResult over = run_rosetta("train --config " + (dir / "c.toml") + " --heads 4 --dump-config");
   REQUIRE_THAT(over.output, Catch::Contains("heads=4"));
 }
+
+TEST_CASE("translate keeps empty input lines empty", "[cli]") {
+  TempDir dir("empty_lines");
+  RunResult r = run_rosetta(std::string("train ") + kCopyFlags + " --max-steps 400 --validate-every 0 --out " + dir.str());
+  REQUIRE(r.exit_code == 0);
+  r = run_rosetta("translate --beam 2 --model " + dir.str(), "1 2 3\n\n4 5\n");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.output);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(lines, l);) out.push_back(l);
+  REQUIRE(out.size() == 3);
+  REQUIRE(out[0] == "1 2 3");
+  REQUIRE(out[1].empty());
+  REQUIRE(out[2] == "4 5");
+}
