@@ -46,10 +46,16 @@ MpiSession& session() {
   return s;
 }
 
-// MPI counts are int: large buffers go in chunks of 2^28 elements.
+// Large buffers go in pieces of 2^22 elements (16 MiB of floats); MPI counts are int anyway.
+// A reduction allocates temporary buffers of the message's size, and glibc serves allocations
+// above 32 MiB with fresh mmaps, so every call on a larger message page-faults its temporaries
+// in again. Measured with 2 ranks on one machine (Open MPI 4.1, vader): 80 MB of floats summed
+// in one call 435 ms, in pieces of 64 MB 394 ms, 32 MB 80 ms, 16 MB 62 ms, 4 MB 47 ms; 22 MB
+// and less are the same in one call or in pieces. Pieces of 16 MiB keep the number of calls
+// (each a few latencies) small for multi-machine jobs.
 template <class F>
 void in_chunks(int64_t n, F&& f) {
-  constexpr int64_t kChunk = int64_t(1) << 28;
+  constexpr int64_t kChunk = int64_t(1) << 22;
   for (int64_t i = 0; i < n; i += kChunk) f(i, int(std::min(kChunk, n - i)));
 }
 

@@ -614,12 +614,13 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       (w == 1.0 ? loss : loss * w).backward();
     }
     if (ranks > 1) {
-      // One in-place allreduce of the whole flat gradient buffer, after the backward pass.
-      // Overlapping buckets with the backward pass would need to know when a parameter's
-      // gradient is complete, which autograd does not report; it would pay only where the
-      // allreduce is a large share of the step (slow networks, big models): on one machine it
-      // takes ~1 ms for 1M parameters against ~100 ms of compute per update. One large call
-      // lets MPI pipeline the transfer; smaller buckets would add latency.
+      // The flat gradient buffer summed in place, after the backward pass, in buckets of 16 MiB
+      // (ProcessGroup::sum says why). Overlapping buckets with the backward pass would need to
+      // know when a parameter's gradient is complete, which autograd does not report; it would
+      // pay only where the allreduce is a large share of an update (slow networks, big models):
+      // on one machine 1M parameters (d_model 128) take ~0.5 ms and 5.5M (d_model 256) ~10 ms,
+      // against ~0.3 s and ~5 s of compute per update (2 batches of 2048 and 4096 tokens, one
+      // thread per rank).
       const auto c0 = std::chrono::steady_clock::now();
       group.sum(opt->flat_grads().data<float>(), opt->numel());
       step_loss = group.sum(step_loss);
