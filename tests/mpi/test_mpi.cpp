@@ -50,10 +50,11 @@ void container_friendly_mpi_env() {
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
   // ASan builds: Open MPI 4.1 unloads its components in MPI_Finalize, before LeakSanitizer
   // looks, so the frames of what they keep until exit are nameless; whole stacks (slow
-  // unwinding) reach the frames in libmpi/libopen-pal that scripts/lsan.supp names.
+  // unwinding) reach the frames in libmpi/libopen-pal that scripts/lsan.supp names. (Not
+  // needed when leak detection is off.)
   const char* asan = std::getenv("ASAN_OPTIONS");
   const std::string opts = asan ? asan : "";
-  if (opts.find("fast_unwind_on_malloc") == std::string::npos)
+  if (opts.find("fast_unwind_on_malloc") == std::string::npos && opts.find("detect_leaks=0") == std::string::npos)
     setenv("ASAN_OPTIONS", (opts.empty() ? "" : opts + ":").append("fast_unwind_on_malloc=0").c_str(), 1);
 }
 
