@@ -39,6 +39,11 @@ struct RunData {
   Codec codec;
   std::vector<data::TokenPair> train, valid;
   std::vector<data::SentencePair> valid_text;  // validation pairs as text, for BLEU/chrF
+  // The tokenizers as src.model / tgt.model hold them (empty for the copy task), and their
+  // checksums, which every checkpoint records so that swapped files are detected.
+  std::string src_model, tgt_model;
+  std::string src_model_checksum, tgt_model_checksum;
+  std::vector<std::string> notes;  // what reading the data found, logged once the run's log is open
 };
 
 // Random symbol sequences; the target is the source. Held-out sequences never occur in training.
@@ -71,82 +76,105 @@ data::Corpus read_corpus(const std::string& tsv, const std::string& src, const s
 }
 
 // Every rank reads the corpora; the root alone trains (or, resuming, loads) the tokenizers and
-// sends them to the others, so all ranks tokenize identically and need no run directory.
+// sends them to the others, so all ranks tokenize identically and need no run directory. Nothing
+// is written: a run whose data is bad leaves no run directory behind (write_tokenizers does).
 void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
                     RunData& d) {
   const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
-  spdlog::info("training corpus: {} pairs read, {} skipped as empty", train.read, train.skipped_empty);
+  d.notes.push_back(fmt::format("training corpus: {} pairs read, {} skipped as empty", train.read,
+                                train.skipped_empty));
   data::Corpus valid;
   if (!c.valid.empty() || !c.valid_src.empty()) {
     valid = read_corpus(c.valid, c.valid_src, c.valid_tgt);
-    spdlog::info("validation corpus: {} pairs", valid.pairs.size());
+    d.notes.push_back(fmt::format("validation corpus: {} pairs", valid.pairs.size()));
   }
-  data::Tokenizer src_tok, tgt_tok;
-  if (!group.is_root()) {
-    // receives below
-  } else if (resuming) {
-    src_tok = data::Tokenizer::load(run.src_model());
-    tgt_tok = data::Tokenizer::load(run.tgt_model());
-  } else {
-    const auto opts = data::TokenizerOptions()
-                          .vocab_size(c.vocab_size)
-                          .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
-                          .seed(uint32_t(c.seed))
-                          .num_threads(1);
-    std::vector<std::string> src_text, tgt_text;
-    for (const auto& p : train.pairs) {
-      src_text.push_back(p.src);
-      tgt_text.push_back(p.tgt);
-    }
-    if (c.joint_vocab) {
-      std::vector<std::string> all = src_text;
-      all.insert(all.end(), tgt_text.begin(), tgt_text.end());
-      src_tok = data::Tokenizer::train(all, opts);
-      tgt_tok = src_tok;
+  if (group.is_root()) {
+    if (resuming) {
+      d.src_model = read_file(run.src_model());
+      d.tgt_model = read_file(run.tgt_model());
     } else {
-      src_tok = data::Tokenizer::train(src_text, opts);
-      tgt_tok = data::Tokenizer::train(tgt_text, opts);
+      const auto opts = data::TokenizerOptions()
+                            .vocab_size(c.vocab_size)
+                            .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
+                            .seed(uint32_t(c.seed))
+                            .num_threads(1);
+      std::vector<std::string> src_text, tgt_text;
+      for (const auto& p : train.pairs) {
+        src_text.push_back(p.src);
+        tgt_text.push_back(p.tgt);
+      }
+      if (c.joint_vocab) {
+        std::vector<std::string> all = src_text;
+        all.insert(all.end(), tgt_text.begin(), tgt_text.end());
+        d.src_model = d.tgt_model = data::Tokenizer::train(all, opts).serialized();
+      } else {
+        d.src_model = data::Tokenizer::train(src_text, opts).serialized();
+        d.tgt_model = data::Tokenizer::train(tgt_text, opts).serialized();
+      }
     }
-    write_file_atomic(run.src_model(), src_tok.serialized());
-    write_file_atomic(run.tgt_model(), tgt_tok.serialized());
-    spdlog::info("tokenizer: {} vocabulary, {} source and {} target pieces", c.joint_vocab ? "joint" : "separate",
-                 src_tok.vocab_size(), tgt_tok.vocab_size());
   }
-  if (group.size() > 1) {
-    std::string src_bytes = group.is_root() ? src_tok.serialized() : "";
-    std::string tgt_bytes = group.is_root() ? tgt_tok.serialized() : "";
-    group.broadcast(src_bytes);
-    group.broadcast(tgt_bytes);
-    if (!group.is_root()) {
-      src_tok = data::Tokenizer::from_serialized(src_bytes);
-      tgt_tok = data::Tokenizer::from_serialized(tgt_bytes);
+  group.broadcast(d.src_model);
+  group.broadcast(d.tgt_model);
+  const auto load = [&](const std::string& bytes, const std::string& file) {
+    try {
+      return data::Tokenizer::from_serialized(bytes);
+    } catch (const Error& e) {
+      ROSETTA_FAIL(file, ": ", e.what());
     }
-  }
+  };
+  const data::Tokenizer src_tok = load(d.src_model, run.src_model());
+  const data::Tokenizer tgt_tok = load(d.tgt_model, run.tgt_model());
+  d.src_model_checksum = bytes_checksum(d.src_model);
+  d.tgt_model_checksum = bytes_checksum(d.tgt_model);
+  if (!resuming)
+    d.notes.push_back(fmt::format("tokenizer: {} vocabulary, {} source and {} target pieces",
+                                  c.joint_vocab ? "joint" : "separate", src_tok.vocab_size(), tgt_tok.vocab_size()));
   d.codec = Codec::sentencepiece(src_tok, tgt_tok);
   d.train = data::tokenize(train.pairs, src_tok, tgt_tok);
   const size_t dropped = data::filter_by_tokens(d.train, size_t(c.max_src_len), size_t(c.max_tgt_len));
-  if (dropped) spdlog::info("dropped {} training pairs longer than {}/{} tokens", dropped, c.max_src_len, c.max_tgt_len);
-  ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length");
+  if (dropped)
+    d.notes.push_back(fmt::format("dropped {} training pairs longer than {}/{} tokens", dropped, c.max_src_len,
+                                  c.max_tgt_len));
+  ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length (--max-src-len ",
+                c.max_src_len, ", --max-tgt-len ", c.max_tgt_len, ")");
   std::vector<size_t> kept;
   d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
   data::filter_by_tokens(d.valid, size_t(c.max_len - 2), size_t(c.max_len - 2), &kept);
   for (size_t i : kept) d.valid_text.push_back(valid.pairs[i]);
 }
 
+void write_tokenizers(const RunPaths& run, const RunData& d) {
+  if (d.src_model.empty()) return;
+  write_file_atomic(run.src_model(), d.src_model);
+  write_file_atomic(run.tgt_model(), d.tgt_model);
+}
+
 // ------------------------------------------------------------------ run directory
 
-void prepare_run_dir(const RunPaths& run, bool resuming) {
+// Called once the data has been read: checks the run directory, creates it, and removes the
+// temporary files of writes a killed run left unfinished (write_file_atomic's `NAME.tmp.PID.N`).
+// `restart`: --resume of a run stopped before its first checkpoint, which starts over.
+void prepare_run_dir(const RunPaths& run, bool resuming, bool restart) {
   ROSETTA_CHECK(!run.dir.empty(), "no run directory: give --out DIR (or --resume DIR)");
-  if (resuming) {
+  if (resuming || restart) {
     ROSETTA_CHECK(fs::is_directory(run.dir), "--resume ", run.dir, " is not a directory");
-    ROSETTA_CHECK(fs::exists(run.checkpoint()), "--resume ", run.dir,
-                  " holds no checkpoint.safetensors to resume from");
+    ROSETTA_CHECK(resuming || !fs::exists(run.best()), "--resume ", run.dir,
+                  " holds no checkpoint.safetensors to resume from, but a best.safetensors that starting ",
+                  "over would replace; move it away to start the run over");
   } else {
     ROSETTA_CHECK(!fs::exists(run.checkpoint()) && !fs::exists(run.best()), "--out ", run.dir,
                   " already holds a trained model; resume it with --resume ", run.dir,
                   " or choose another directory");
   }
   ensure_directory(run.dir);
+  const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
+                              run.metrics()};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
+    const std::string path = entry.path().string();
+    for (const std::string& file : ours)
+      if (path.rfind(file + ".tmp.", 0) == 0) fs::remove(entry.path(), ec);
+  }
 }
 
 // ------------------------------------------------------------------ checkpoints
@@ -173,22 +201,30 @@ bool all_finite(const Tensor& flat) {
   return true;
 }
 
-std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model) {
+// What every checkpoint says about the run besides its tensors; `tensors` are those it holds,
+// whose checksum it records (loaders verify it, and the tokenizers' checksums, when present).
+std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model,
+                                                const RunData& d, const nn::NamedTensors& tensors) {
   auto meta = model.options().to_metadata();
   meta["run.task"] = c.task;
   if (c.task == "copy") meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
+  if (!d.src_model.empty()) {
+    meta[kSrcTokenizerKey] = d.src_model_checksum;
+    meta[kTgtTokenizerKey] = d.tgt_model_checksum;
+  }
   meta["rosetta.version"] = ROSETTA_VERSION;
+  meta[kChecksumKey] = tensors_checksum(tensors);
   return meta;
 }
 
-void save_checkpoint(const RunPaths& run, const TrainConfig& c, nn::Transformer& model,
+void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, nn::Transformer& model,
                      const optim::Optimizer& opt,
                      const data::BatchIterator& it, const Progress& p, double elapsed) {
   ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
                 "(step ", p.step, "); the last good checkpoint is kept");
   nn::NamedTensors tensors = model.state_dict();
   for (auto& t : opt.state_tensors()) tensors.push_back(t);
-  auto meta = run_metadata(c, model);
+  auto meta = run_metadata(c, model, d, tensors);
   for (auto& [k, v] : opt.state_metadata()) meta[k] = v;
   const Generator& g = model.dropout_generator();
   meta["train.step"] = std::to_string(p.step);
@@ -231,7 +267,7 @@ uint64_t rank_seed(uint64_t seed, int rank) {
 
 // The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
 // the run directory; every rank then restores the same state (the dropout stream, its own).
-Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, nn::Transformer& model,
+Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, const RunData& d, nn::Transformer& model,
                          optim::Optimizer& opt, data::BatchIterator& it) {
   const std::string path = run.checkpoint();
   std::string bytes = group.is_root() ? read_file(path) : "";
@@ -243,11 +279,23 @@ Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, nn::Tra
     ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
                   ", the file says ", sum->second);
   }
-  // The architecture must be the one this run was configured with.
+  // The tokenizers must be those it was trained with, and the architecture the one this run is
+  // configured with.
+  for (const auto& [key, file, sum] : {std::tuple{kSrcTokenizerKey, run.src_model(), d.src_model_checksum},
+                                       std::tuple{kTgtTokenizerKey, run.tgt_model(), d.tgt_model_checksum}}) {
+    const auto expected = st.metadata.find(key);
+    if (expected != st.metadata.end())
+      ROSETTA_CHECK(expected->second == sum, file, " is not the tokenizer the model in ", path,
+                    " was trained with (checksum differs)");
+  }
   try {
-    const auto saved = nn::TransformerOptions::from_metadata(st.metadata);
-    ROSETTA_CHECK(saved.to_metadata() == model.options().to_metadata(),
-                  "the checkpoint's model options differ from config.toml's");
+    const auto saved = nn::TransformerOptions::from_metadata(st.metadata).to_metadata();
+    const auto wanted = model.options().to_metadata();
+    for (const auto& [key, value] : wanted) {
+      const auto it = saved.find(key);
+      const std::string was = it == saved.end() ? "(none)" : it->second;
+      ROSETTA_CHECK(was == value, "it was trained with ", key, " = ", was, ", config.toml says ", value);
+    }
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
@@ -482,29 +530,38 @@ float sync_replicas(const ProcessGroup& group, const optim::Optimizer& opt, Gene
 TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::string& config_toml,
                       const std::atomic<bool>* stop) {
   const bool root = group.is_root();
-  const bool resuming = !c.resume.empty();
-  if (resuming) c.out = c.resume;
+  if (!c.resume.empty()) c.out = c.resume;
   c.validate();
   const RunPaths run(c.out);
-  if (root) {
-    prepare_run_dir(run, resuming);
-    setup_logging(run.log());
-  } else {
-    setup_logging();  // the root speaks for the job; the others only warn
-    spdlog::set_level(spdlog::level::warn);
-  }
+  // --resume of a run stopped before its first checkpoint starts it over from its config.toml.
+  const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
+  const bool restart = !c.resume.empty() && !resuming;
+  setup_logging();  // on stderr until the run directory exists
+  if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
+
+  // The data first: a run that fails on it leaves nothing behind.
+  RunData d;
+  if (c.task == "copy") make_copy_task(c, d);
+  else load_text_data(c, run, resuming, group, d);
+
+  if (root) {
+    prepare_run_dir(run, resuming, restart);
+    setup_logging(run.log());
+  }
+  if (restart) spdlog::warn("{} holds no checkpoint yet: starting the run over from its config.toml", run.dir);
   spdlog::info("{} run in {} ({} threads, BLAS {})", resuming ? "resuming" : "starting", run.dir,
                get_num_threads(), blas_core_name());
   if (group.size() > 1)
     spdlog::info("data-parallel over {} processes ({} on this machine, {} threads each): an update takes "
                  "{} x {} batches",
                  group.size(), group.local_size(), get_num_threads(), group.size(), c.accum);
-  if (root && !resuming && !config_toml.empty()) write_file_atomic(run.config(), config_toml);
-
-  RunData d;
-  if (c.task == "copy") make_copy_task(c, d);
-  else load_text_data(c, run, resuming, group, d);
+  if (root && !resuming) {
+    if (!config_toml.empty()) write_file_atomic(run.config(), config_toml);
+    write_tokenizers(run, d);
+    write_file_atomic(run.metrics(), "");  // a fresh run's metrics start empty
+  }
+  for (const std::string& note : d.notes) spdlog::info("{}", note);
   spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
 
   Generator init(c.seed);
@@ -518,7 +575,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   Progress p;
   if (resuming) {
-    p = load_checkpoint(run, group, model, *opt, it);
+    p = load_checkpoint(run, group, d, model, *opt, it);
     if (root) truncate_metrics(run, p.step);
     spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
   }
@@ -561,7 +618,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
 
   auto save = [&] {
     replica_diff = std::max(replica_diff, sync_replicas(group, *opt, dropout));
-    if (root) save_checkpoint(run, c, model, *opt, it, p, elapsed());
+    if (root) save_checkpoint(run, c, d, model, *opt, it, p, elapsed());
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the
   // same loss; the root logs and keeps the best model.
@@ -578,10 +635,11 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       p.best_valid = v.loss;
       p.bad_validations = 0;
       if (root) {
-        auto meta = run_metadata(c, model);
+        const nn::NamedTensors weights = model.state_dict();
+        auto meta = run_metadata(c, model, d, weights);
         meta["train.step"] = std::to_string(p.step);
         meta["valid.loss"] = to_str(v.loss);
-        model.save(run.best(), meta);
+        save_safetensors(run.best(), weights, meta);
       }
     } else {
       ++p.bad_validations;
@@ -590,6 +648,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   };
 
   const int64_t ranks = group.size(), rank = group.rank();
+  constexpr int64_t kMaxSkippedInARow = 100;
+  int64_t skipped_in_a_row = 0;
   while (true) {
     if (c.max_steps > 0 && p.step >= c.max_steps) { outcome.stop_reason = "max-steps"; break; }
     if (c.max_epochs > 0 && int64_t(it.epoch()) >= c.max_epochs) { outcome.stop_reason = "max-epochs"; break; }
@@ -630,15 +690,21 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     if (!std::isfinite(step_loss) || !std::isfinite(norm)) {
       opt->zero_grad();
       ++p.skipped;
+      ++skipped_in_a_row;
+      const std::string kept = fs::exists(run.checkpoint())
+                                   ? "the last checkpoint in " + run.dir + " is intact"
+                                   : "no checkpoint was written yet";
       if (c.on_nonfinite == "stop")
         ROSETTA_FAIL("non-finite ", std::isfinite(step_loss) ? "gradient" : "loss", " at step ", p.step + 1,
-                     "; stopped (--on-nonfinite stop); the last checkpoint in ", run.dir, " is intact");
+                     "; stopped (--on-nonfinite stop); ", kept);
       log(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", p.step + 1,
                       std::isfinite(step_loss) ? "gradient norm" : "loss",
                       std::isfinite(step_loss) ? norm : step_loss, p.skipped));
-      ROSETTA_CHECK(p.skipped < 100, "100 updates skipped for non-finite values; stopping");
+      ROSETTA_CHECK(skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow,
+                    " updates in a row skipped for non-finite values; stopped (try a lower --lr or --clip); ", kept);
       continue;
     }
+    skipped_in_a_row = 0;
     opt->set_lr(schedule->lr(p.step + 1));
     opt->step();
     opt->zero_grad();

@@ -223,14 +223,18 @@ TEST_CASE("bad input: a binary file as corpus", "[badinput]") {
                      {ROSETTA_BIN ":1"});
 }
 
-// Needs the trainer to read and check its data before it creates the run directory and writes
-// config.toml and train.log there (apps/trainer.cpp). Until then a run that fails on its data
-// leaves a run directory behind, and this case is expected to fail.
-TEST_CASE("bad input: a run that fails on its data leaves no run directory behind", "[badinput][!mayfail]") {
+// The trainer reads and checks its data (and trains its tokenizers) before it creates the run
+// directory or writes anything there.
+TEST_CASE("bad input: a run that fails on its data leaves no run directory behind", "[badinput]") {
   TempDir work("bad_debris");
   write_file(work / "empty.tsv", "");
   require_error(run_rosetta("train --train " + (work / "empty.tsv") + " " + kToyFlags + " --out " + (work / "run")),
                 {"empty.tsv"});
+  REQUIRE_FALSE(fs::exists(work / "run"));
+  // Every pair longer than the length limits.
+  require_error(run_rosetta("train --train " + toy_tsv(work) + " " + kToyFlags + " --max-src-len 2 --out " +
+                            (work / "run")),
+                {"no training pairs left", "--max-src-len 2"});
   REQUIRE_FALSE(fs::exists(work / "run"));
 }
 
@@ -268,10 +272,9 @@ TEST_CASE("bad input: a checkpoint with flipped bytes in its header", "[badinput
   }
 }
 
-// Needs the trainer to store tensors_checksum() under rosetta.checksum in the checkpoints it
-// writes (apps/trainer.cpp); translator.cpp verifies it when present. Until then flipped data
-// bytes load as silently wrong weights, and this case is expected to fail.
-TEST_CASE("bad input: a checkpoint with flipped bytes in its data", "[badinput][!mayfail]") {
+// Checkpoints record a checksum of their tensors (rosetta.checksum), which every loader verifies:
+// flipped data bytes would otherwise load as silently wrong weights.
+TEST_CASE("bad input: a checkpoint with flipped bytes in its data", "[badinput]") {
   TempDir work("bad_data");
   const std::string run = copy_run(train_copy(work, "good"), work / "run");
   const std::string ckpt = run + "/checkpoint.safetensors";
@@ -293,7 +296,8 @@ TEST_CASE("bad input: a checkpoint whose weights do not match its metadata's arc
   // wide's weights (ff 48) under narrow's metadata (ff 32), in narrow's run directory.
   const std::string run = copy_run(narrow, work / "run");
   rosetta::SafeTensors w = rosetta::load_safetensors(wide + "/checkpoint.safetensors");
-  const rosetta::SafeTensors n = rosetta::load_safetensors(narrow + "/checkpoint.safetensors");
+  rosetta::SafeTensors n = rosetta::load_safetensors(narrow + "/checkpoint.safetensors");
+  n.metadata.erase("rosetta.checksum");  // as a file written by another tool would be (else: "corrupted")
   rosetta::save_safetensors(run + "/checkpoint.safetensors", w.tensors, n.metadata);
   const Snapshot before = snapshot(run);
   require_error(run_rosetta("translate --model " + run, "1 2 3\n"), {"checkpoint.safetensors", "shape"});
@@ -313,13 +317,33 @@ TEST_CASE("bad input: tokenizer files swapped in from another run", "[badinput]"
   require_untouched(before, a, {"train.log"});
 }
 
+// Same vocabulary size, different pieces: only the checksums the checkpoints record tell.
+TEST_CASE("bad input: tokenizer files of the same size swapped in from another run", "[badinput]") {
+  TempDir work("bad_vocab_same");
+  const std::string a = train_toy(work, "a", 50);
+  const std::string b = work / "b";
+  const RunResult r = run_rosetta("train --train " + toy_tsv(work, 2) + " " + kToyFlags +
+                                  " --vocab-size 50 --max-steps 1 --out " + b);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(slurp(a + "/src.model") != slurp(b + "/src.model"));
+  for (const char* f : {"src.model", "tgt.model"})
+    fs::copy_file(b + "/" + f, a + "/" + f, fs::copy_options::overwrite_existing);
+  const Snapshot before = snapshot(a);
+  require_error(run_rosetta("translate --model " + a, "der Hund sieht den Ball.\n"),
+                {"src.model", "is not the tokenizer", "checksum differs"});
+  require_error(run_rosetta("train --resume " + a + " --max-steps 6"),
+                {"src.model", "is not the tokenizer", "checkpoint.safetensors"});
+  require_untouched(before, a, {"train.log"});
+}
+
 TEST_CASE("bad input: train --resume with changed model options", "[badinput]") {
   TempDir work("bad_resume_opts");
   const std::string run = train_copy(work, "run");
   const Snapshot before = snapshot(run);
   // On the command line...
   require_error(run_rosetta("train --resume " + run + " --max-steps 6 --d-model 32"),
-                {"checkpoint.safetensors", "model options differ"});
+                {"checkpoint.safetensors", "trained with model.d_model = 16, config.toml says 32"});
   require_untouched(before, run, {"train.log"});
   // ... and in the run's config.toml.
   std::string toml = slurp(run + "/config.toml");
@@ -328,7 +352,8 @@ TEST_CASE("bad input: train --resume with changed model options", "[badinput]") 
   toml.replace(at, 7, "heads=4");
   write_file(run + "/config.toml", toml);
   const Snapshot edited = snapshot(run);
-  require_error(run_rosetta("train --resume " + run + " --max-steps 6"), {"checkpoint.safetensors", "model options differ"});
+  require_error(run_rosetta("train --resume " + run + " --max-steps 6"),
+                {"checkpoint.safetensors", "trained with model.heads = 2, config.toml says 4"});
   require_untouched(edited, run, {"train.log"});
 }
 
@@ -449,9 +474,13 @@ TEST_CASE("bad input: --resume of a directory that holds no run", "[badinput]") 
   require_error(run_rosetta("train --resume " + (work / "nope")), {"--resume", "nope", "is not a directory"});
   fs::create_directories(work / "empty");
   require_error(run_rosetta("train --resume " + (work / "empty")), {"--resume", "empty", "holds no config.toml"});
+  // A run stopped before its first checkpoint starts over (tests/apps/test_kill.cpp), unless that
+  // would replace a best.safetensors.
   const std::string run = train_copy(work, "run");
   fs::remove(run + "/checkpoint.safetensors");
-  require_error(run_rosetta("train --resume " + run), {"holds no checkpoint.safetensors"});
+  const Snapshot before = snapshot(run);
+  require_error(run_rosetta("train --resume " + run), {"holds no checkpoint.safetensors", "best.safetensors"});
+  require_untouched(before, run, {"train.log"});
 }
 
 // ---------------------------------------------------------------- models

@@ -183,8 +183,8 @@ TEST_CASE("training killed with SIGKILL at random moments resumes to the same re
   const std::string dir = work / "killed", metrics = dir + "/metrics.jsonl";
   int kills = 0;
   std::vector<int64_t> resumed_at;
-  // The first process is killed once its first checkpoint exists (before, there is nothing to
-  // resume from; a run directory without a checkpoint is a case of test_badinput); then five
+  // The first process is killed once its first checkpoint exists (before, a resumed run starts
+  // over: the next test case); then five
   // resumed processes. Each is killed at a random moment: a random step 1..60 updates on, plus
   // 0-3 ms, so that kills land anywhere in an update, including in checkpoint writes (every 3
   // updates); or, one time in four, in the first 0-40 ms, while it starts up.
@@ -222,6 +222,28 @@ TEST_CASE("training killed with SIGKILL at random moments resumes to the same re
   const auto a = rosetta::load_safetensors(straight + "/best.safetensors");
   const auto b = rosetta::load_safetensors(dir + "/best.safetensors");
   REQUIRE(rosetta::serialize_safetensors(a.tensors) == rosetta::serialize_safetensors(b.tensors));
+}
+
+// A run killed before its first checkpoint leaves config.toml (and perhaps metrics, a log and
+// half-written temporary files): --resume starts it over, as if it were new.
+TEST_CASE("a run stopped before its first checkpoint resumes by starting over", "[faults][kill]") {
+  TempDir work("restart");
+  const std::string common = std::string(kFlags) + " --threads 1 --max-steps 30 --save-every 10 --validate-every 10";
+  const std::string straight = straight_run(work, common);
+  const std::string dir = work / "early";
+  fs::create_directories(dir);
+  fs::copy_file(straight + "/config.toml", dir + "/config.toml");
+  rosetta::test::write_file(dir + "/metrics.jsonl", "{\"kind\":\"train\",\"step\":1,\"loss\":99}\n");
+  rosetta::test::write_file(dir + "/checkpoint.safetensors.tmp.12345.0", "half a checkpoint");
+  rosetta::test::write_file(dir + "/notes.txt", "the user's");
+  const RunResult r = run_rosetta("train --resume " + dir);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("holds no checkpoint yet: starting the run over"));
+  REQUIRE(checkpoint_step(dir) == 30);
+  REQUIRE(train_losses(dir + "/metrics.jsonl") == train_losses(straight + "/metrics.jsonl"));
+  REQUIRE_FALSE(fs::exists(dir + "/checkpoint.safetensors.tmp.12345.0"));
+  REQUIRE(slurp(dir + "/notes.txt") == "the user's");
 }
 
 TEST_CASE("SIGTERM and SIGINT finish the step, save, exit 0 and say how to resume", "[faults][signals]") {
@@ -291,7 +313,7 @@ TEST_CASE("a non-finite loss with --on-nonfinite skip skips the update and keeps
   INFO(r.output);
   REQUIRE_THAT(r.output, Catch::Contains("update skipped (1 so far)") && Catch::Contains("update skipped (99 so far)"));
   REQUIRE(r.exit_code == 1);
-  REQUIRE_THAT(r.output, Catch::Contains("rosetta: error: 100 updates skipped for non-finite values"));
+  REQUIRE_THAT(r.output, Catch::Contains("rosetta: error: 100 updates in a row skipped for non-finite values"));
   REQUIRE(slurp(dir + "/checkpoint.safetensors") == good);
   require_translates(dir);
 }
