@@ -4,6 +4,7 @@
 // one GEMM per OpenMP thread (OpenBLAS runs single-threaded inside a parallel region), large
 // ones one after another with BLAS's own threads.
 #include <cblas.h>
+#include <omp.h>
 
 #include "rosetta/core/ops.h"
 #include "strided.h"
@@ -31,10 +32,28 @@ MatLayout layout_of(const Tensor& t) {
   return m;
 }
 
+// Below this many multiply-adds, a GEMM runs on one thread: OpenBLAS splits even a 512 x 64 x 64
+// product over every thread, and waking and synchronising them costs more than it saves
+// (bench/MACHINE.md: 98 GFLOP/s on one thread, 72 on two).
+constexpr int64_t kSingleThreadGemm = int64_t(1) << 24;
+
+// Runs f() with OpenBLAS on one thread when the product is small (the OpenMP build of OpenBLAS
+// uses omp_get_max_threads() threads).
+template <class F>
+void sized_gemm(int64_t M, int64_t N, int64_t K, F f) {
+  const int threads = omp_get_max_threads();
+  if (threads == 1 || M * N * K >= kSingleThreadGemm || omp_in_parallel()) return f();
+  omp_set_num_threads(1);
+  f();
+  omp_set_num_threads(threads);
+}
+
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
           int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
+  sized_gemm(M, N, K, [&] {
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
+  });
 }
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
@@ -42,8 +61,11 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t 
   cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Below this many multiply-adds per GEMM, batches run one GEMM per thread.
+// Below this many multiply-adds per GEMM, batches run one GEMM per thread, if the batch as a
+// whole has at least kParallelBatch (a parallel region costs ~50 us here: more than 128 GEMMs of
+// 16 x 16 x 16, one attention product of the tiny preset, take).
 constexpr int64_t kSmallGemm = 128 * 128 * 128;
+constexpr int64_t kParallelBatch = int64_t(1) << 22;
 
 Shape batch_shape(const Tensor& t) {
   Shape s = t.shape();
@@ -118,7 +140,7 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
       gemm(la.trans, lb.trans, M, N, K, alpha, pa + oa, la.ld, pb + ob, lb.ld, beta,
            pc + i * M * N, N);
     };
-    if (M * N * K < kSmallGemm && nb > 1) {
+    if (M * N * K < kSmallGemm && nb > 1 && nb * M * N * K >= kParallelBatch) {
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < nb; ++i) one(i);
     } else {

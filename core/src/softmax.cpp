@@ -12,6 +12,11 @@ namespace rosetta {
 
 namespace {
 
+// Work of one softmax element, in the elementwise units of detail::kParallelGrain (exp is
+// vectorised: a row costs about two passes over it).
+constexpr int64_t kSoftmaxCost = 2;
+
+
 template <class T>
 T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
@@ -89,7 +94,7 @@ Tensor softmax_impl(const Tensor& x_in, const Tensor& mask_in) {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     if (!mask.defined()) {
-      detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
+      detail::parallel_rows(N, V * kSoftmaxCost, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) softmax_row<Log>(px + i * V, po + i * V, V, nullptr, 0);
       });
     } else {
@@ -98,7 +103,7 @@ Tensor softmax_impl(const Tensor& x_in, const Tensor& mask_in) {
       const Shape& ms = mask.strides();
       const int nd = x.dim();
       const int64_t inner = ms[nd - 1];
-      detail::parallel_rows(N, V * 8, [&](int64_t b, int64_t e) {
+      detail::parallel_rows(N, V * kSoftmaxCost, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           int64_t rem = i, off = 0;
           for (int d = nd - 2; d >= 0; --d) {
