@@ -81,7 +81,7 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
                  "validation sentences translated for BLEU/chrF (0: none)")->group(run);
   cmd.add_option("--valid-beam", c.valid_beam, "beam size for validation translations")->group(run);
   cmd.add_option("--on-nonfinite", c.on_nonfinite,
-                 "a non-finite loss or gradient: skip the update, or stop")
+                 "a non-finite loss or gradient: skip the update (100 in a row stop the run), or stop")
       ->check(CLI::IsMember({"skip", "stop"}))->group(run);
   cmd.add_flag("--distributed", c.distributed,
                "data-parallel over MPI: mpirun -np N rosetta train ... (automatic under mpirun)")
