@@ -1,6 +1,10 @@
 #include "trainer.h"
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -151,10 +155,10 @@ void write_tokenizers(const RunPaths& run, const RunData& d) {
 
 // ------------------------------------------------------------------ run directory
 
-// Called once the data has been read: checks the run directory, creates it, and removes the
-// temporary files of writes a killed run left unfinished (write_file_atomic's `NAME.tmp.PID.N`).
-// `restart`: --resume of a run stopped before its first checkpoint, which starts over.
-void prepare_run_dir(const RunPaths& run, bool resuming, bool restart) {
+// What the run directory must (not) hold; checked before the data is read, so that a refusal
+// is immediate. `restart`: --resume of a run stopped before its first checkpoint, which starts
+// over.
+void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
   ROSETTA_CHECK(!run.dir.empty(), "no run directory: give --out DIR (or --resume DIR)");
   if (resuming || restart) {
     ROSETTA_CHECK(fs::is_directory(run.dir), "--resume ", run.dir, " is not a directory");
@@ -166,14 +170,25 @@ void prepare_run_dir(const RunPaths& run, bool resuming, bool restart) {
                   " already holds a trained model; resume it with --resume ", run.dir,
                   " or choose another directory");
   }
+}
+
+// Once the data has been read: creates the run directory and removes the temporary files
+// (write_file_atomic's `NAME.tmp.PID.N`) of writes that a process no longer running left
+// unfinished.
+void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
   const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
                               run.metrics()};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
-    const std::string path = entry.path().string();
-    for (const std::string& file : ours)
-      if (path.rfind(file + ".tmp.", 0) == 0) fs::remove(entry.path(), ec);
+    const std::string name = entry.path().filename().string();
+    for (const std::string& file : ours) {
+      const std::string prefix = fs::path(file).filename().string() + ".tmp.";
+      if (name.rfind(prefix, 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+      const bool alive = pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM);
+      if (!alive) fs::remove(entry.path(), ec);
+    }
   }
 }
 
@@ -539,6 +554,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
+  if (root) check_run_dir(run, resuming, restart);
 
   // The data first: a run that fails on it leaves nothing behind.
   RunData d;
@@ -546,10 +562,10 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   else load_text_data(c, run, resuming, group, d);
 
   if (root) {
-    prepare_run_dir(run, resuming, restart);
+    prepare_run_dir(run);
     setup_logging(run.log());
   }
-  if (restart) spdlog::warn("{} holds no checkpoint yet: starting the run over from its config.toml", run.dir);
+  if (restart && root) spdlog::warn("{} holds no checkpoint yet: starting the run over from its config.toml", run.dir);
   spdlog::info("{} run in {} ({} threads, BLAS {})", resuming ? "resuming" : "starting", run.dir,
                get_num_threads(), blas_core_name());
   if (group.size() > 1)
@@ -691,9 +707,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       opt->zero_grad();
       ++p.skipped;
       ++skipped_in_a_row;
-      const std::string kept = fs::exists(run.checkpoint())
-                                   ? "the last checkpoint in " + run.dir + " is intact"
-                                   : "no checkpoint was written yet";
+      const std::string kept = !root                         ? std::string("rank 0 keeps its last checkpoint")
+                               : fs::exists(run.checkpoint()) ? "the last checkpoint in " + run.dir + " is intact"
+                                                              : "no checkpoint was written yet";
       if (c.on_nonfinite == "stop")
         ROSETTA_FAIL("non-finite ", std::isfinite(step_loss) ? "gradient" : "loss", " at step ", p.step + 1,
                      "; stopped (--on-nonfinite stop); ", kept);

@@ -236,7 +236,7 @@ TEST_CASE("a run stopped before its first checkpoint resumes by starting over", 
   rosetta::test::write_file(dir + "/metrics.jsonl", "{\"kind\":\"train\",\"step\":1,\"loss\":99}\n");
   rosetta::test::write_file(dir + "/checkpoint.safetensors.tmp.12345.0", "half a checkpoint");
   rosetta::test::write_file(dir + "/notes.txt", "the user's");
-  const RunResult r = run_rosetta("train --resume " + dir);
+  const RunResult r = run_rosetta("train --resume " + dir + "/");  // a trailing slash, as shells complete it
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   REQUIRE_THAT(r.output, Catch::Contains("holds no checkpoint yet: starting the run over"));
