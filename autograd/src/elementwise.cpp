@@ -116,7 +116,15 @@ Var log(const Var& x) { return unary_op(x, UnaryOp::log, "log", true, false); }
 Var sqrt(const Var& x) { return unary_op(x, UnaryOp::sqrt, "sqrt", false, true); }
 Var tanh(const Var& x) { return unary_op(x, UnaryOp::tanh, "tanh", false, true); }
 Var sigmoid(const Var& x) { return unary_op(x, UnaryOp::sigmoid, "sigmoid", false, true); }
-Var relu(const Var& x) { return unary_op(x, UnaryOp::relu, "relu", true, false); }
+// Saves its output, not its input: y > 0 exactly where x > 0, and the next op (a linear layer)
+// usually saves y anyway, so x can be freed.
+Var relu(const Var& x) {
+  Var out(unary(UnaryOp::relu, x.data()));
+  record(out, "relu", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
+    n.accumulate(0, unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy));
+  });
+  return out;
+}
 Var gelu(const Var& x) { return unary_op(x, UnaryOp::gelu, "gelu", true, false); }
 Var square(const Var& x) { return unary_op(x, UnaryOp::square, "square", true, false); }
 

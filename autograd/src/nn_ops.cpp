@@ -68,6 +68,20 @@ Var dropout(const Var& x, double p, Generator& gen, bool training) {
   return out;
 }
 
+// y = dropout(relu(x)); dx = dy / (1-p) where y != 0 (kept and x > 0), else 0. Saves y alone.
+Var relu_dropout(const Var& x, double p, Generator& gen, bool training) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  if (!training || p == 0.0) return relu(x);
+  const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
+  Var out(rosetta::dropout(unary(UnaryOp::relu, x.data()), p, seed, offset));
+  record(out, "relu_dropout", {&x}, [p, sy = Saved(out.data())](const Tensor& dy, Node& n) {
+    Tensor dx = unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy);
+    scale_(dx, 1.0 / (1.0 - p));  // the factor dropout applies, rounded as it rounds it
+    n.accumulate(0, dx);
+  });
+  return out;
+}
+
 // y[s] = weight[ids[s]]   =>  dweight[ids[s]] += dy[s] (except padding_idx)
 Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx) {
   Var out(index_select(weight.data(), ids));

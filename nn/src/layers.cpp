@@ -73,9 +73,11 @@ FeedForward::FeedForward(int64_t dim, int64_t ff_dim, Activation act, double p,
 }
 
 Var FeedForward::forward(const Var& x) const {
-  Var h = linear1->forward(x);
-  h = act_ == Activation::relu ? relu(h) : gelu(h);
-  return linear2->forward(dropout_->forward(h));
+  const Var h = linear1->forward(x);
+  // relu and dropout as one op keep one [B, T, F] activation for the backward pass, not two.
+  if (act_ == Activation::relu)
+    return linear2->forward(relu_dropout(h, dropout_->p(), dropout_->generator(), dropout_->is_training()));
+  return linear2->forward(dropout_->forward(gelu(h)));
 }
 
 }  // namespace rosetta::nn

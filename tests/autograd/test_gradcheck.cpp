@@ -191,6 +191,45 @@ TEST_CASE("gradcheck: dropout (seeded) and its eval identity", "[gradcheck]") {
   }
 }
 
+// Element by element, == (so +0 equals -0), float32.
+static bool equal_values(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  for (int64_t i = 0; i < ca.numel(); ++i)
+    if (!(ca.data<float>()[i] == cb.data<float>()[i])) return false;
+  return true;
+}
+
+TEST_CASE("gradcheck: relu_dropout equals dropout(relu(x)), values and gradients", "[gradcheck]") {
+  // Away from relu's kink, as for relu.
+  Tensor r = randn({6, 7});
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    double& v = r.data<double>()[i];
+    if (std::abs(v) < 0.1) v = v < 0 ? -0.1 : 0.1;
+  }
+  check([](auto& v) {
+    Generator g(7);
+    return relu_dropout(v[0], 0.3, g, true);
+  }, {r});
+  // Against the two ops it replaces, bit for bit, in float32 (the training dtype).
+  const Tensor x32 = r.to(DType::f32);
+  const Tensor w = randn({6, 7}).to(DType::f32);
+  for (const double p : {0.0, 0.1, 0.5}) {
+    for (const bool training : {true, false}) {
+      INFO("p " << p << " training " << training);
+      Generator ga(3), gb(3);
+      Var xa(x32, true), xb(x32, true);
+      const Var fused = relu_dropout(xa, p, ga, training);
+      const Var composed = dropout(relu(xb), p, gb, training);
+      REQUIRE(ga.counter() == gb.counter());
+      REQUIRE(equal_values(fused.data(), composed.data()));
+      sum(fused * Var(w)).backward();
+      sum(composed * Var(w)).backward();
+      REQUIRE(equal_values(xa.grad(), xb.grad()));
+    }
+  }
+}
+
 TEST_CASE("gradcheck: embedding with and without padding index", "[gradcheck]") {
   const Tensor ids = Tensor::from_vector(std::vector<int32_t>{2, 0, 2, 4, 1, 0}, {2, 3});
   check([&](auto& v) { return embedding(v[0], ids); }, {randn({5, 3})});

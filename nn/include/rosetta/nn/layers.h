@@ -66,6 +66,7 @@ class Dropout : public Module {
   Dropout(double p, std::shared_ptr<Generator> gen);
   Var forward(const Var& x) const { return dropout(x, p_, *gen_, is_training()); }
   double p() const { return p_; }
+  Generator& generator() const { return *gen_; }
 
  private:
   double p_;
