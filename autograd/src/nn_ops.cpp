@@ -115,9 +115,16 @@ Var cross_entropy(const Var& logits, const Tensor& targets, double label_smoothi
   record(out, "cross_entropy", {&logits},
          [sl = Saved(L), T, lse = r.lse, count = r.count, label_smoothing, ignore_index,
           shape = logits.shape()](const Tensor& dy, Node& n) {
-           n.accumulate(0, cross_entropy_backward(sl.get(), T, lse, label_smoothing, ignore_index,
-                                                  count, dy.item())
-                               .view(shape));
+           Tensor saved = sl.get();
+           // The logits (often the largest activation) become their own gradient when nothing
+           // else holds them and the graph is released after this: one [N, V] buffer, not two.
+           if (n.last_use && saved.is_contiguous() && saved.storage().use_count() == 2) {
+             cross_entropy_backward_(saved, T, lse, label_smoothing, ignore_index, count, dy.item());
+             n.accumulate(0, saved.view(shape));
+           } else {
+             n.accumulate(0, cross_entropy_backward(saved, T, lse, label_smoothing, ignore_index, count, dy.item())
+                                 .view(shape));
+           }
          });
   return out;
 }

@@ -191,6 +191,7 @@ void Var::backward(const Tensor& grad_output, bool retain_graph) const {
     if (!v->grad.defined()) continue;  // no gradient reached this value
     const Tensor g = std::move(v->grad);
     v->grad = Tensor();  // intermediate gradients are not kept
+    node.last_use = !retain_graph;
     node.backward(g, node);
     if (!retain_graph) {
       node.backward = nullptr;  // frees the saved tensors

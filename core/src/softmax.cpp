@@ -225,15 +225,14 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
   });
 }
 
-Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, const Tensor& lse_in,
-                              double smoothing, int32_t ignore_index, int64_t count, double g) {
-  check_ce_args(logits_in, targets_in, smoothing);
-  const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous(),
-               lse = lse_in.contiguous();
+namespace {
+
+// dx from logits (dx may be logits itself: each element is read before it is written).
+void cross_entropy_backward_into(const Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
+                                 int32_t ignore_index, int64_t count, double g, Tensor& dx) {
   const int64_t N = logits.shape()[0], V = logits.shape()[1];
-  return dispatch_float(logits.dtype(), [&](auto tag) {
+  dispatch_float(logits.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
     const T *px = logits.data<T>(), *pl = lse.data<T>();
     const int32_t* pt = targets.data<int32_t>();
     T* pd = dx.data<T>();
@@ -253,8 +252,28 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in,
         d[pt[i]] -= scale * hit;
       }
     });
-    return dx;
   });
+}
+
+}  // namespace
+
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, const Tensor& lse_in,
+                              double smoothing, int32_t ignore_index, int64_t count, double g) {
+  check_ce_args(logits_in, targets_in, smoothing);
+  const Tensor logits = logits_in.contiguous();
+  Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
+  cross_entropy_backward_into(logits, targets_in.contiguous(), lse_in.contiguous(), smoothing, ignore_index, count,
+                              g, dx);
+  return dx;
+}
+
+void cross_entropy_backward_(Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
+                             int32_t ignore_index, int64_t count, double g) {
+  check_ce_args(logits, targets, smoothing);
+  ROSETTA_CHECK(logits.is_contiguous(), "cross_entropy_backward_: logits must be contiguous");
+  cross_entropy_backward_into(logits, targets.contiguous(), lse.contiguous(), smoothing, ignore_index, count, g,
+                              logits);
+  logits.bump_version();
 }
 
 // ------------------------------------------------------------------ naive references

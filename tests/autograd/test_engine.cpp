@@ -96,3 +96,44 @@ TEST_CASE("deep chains do not overflow the stack", "[autograd]") {
   REQUIRE(x.grad().item() == 1);
   y = Var();  // freeing a long chain must not recurse too deeply either
 }
+
+// cross_entropy's backward writes the logits' gradient over the logits when nothing else holds
+// them and the graph is being released; otherwise it allocates. Both give the same gradient.
+TEST_CASE("cross_entropy's backward reuses the logits buffer only when nobody else holds it", "[autograd]") {
+  Generator gen(11);
+  const int64_t N = 64, V = 1000;
+  const Tensor x0 = gen.normal({N, V}, 0, 1, DType::f32);
+  std::vector<int32_t> t(N);
+  for (int64_t i = 0; i < N; ++i) t[size_t(i)] = int32_t((i * 37) % V);
+  t[3] = -1;  // an ignored row
+  const Tensor targets = Tensor::from_vector(t);
+  const size_t logits_bytes = size_t(N * V) * sizeof(float);
+  auto peak_of_backward = [](const Var& loss, bool retain) {
+    reset_allocator_peak();
+    const size_t before = allocator_stats().in_use_bytes;
+    loss.backward(retain);
+    return allocator_stats().peak_bytes - before;
+  };
+
+  // Held by the caller: left as it was.
+  Var a(x0.clone(), true);
+  Var logits = a * 2.0;
+  const Tensor logits_before = logits.data().clone();
+  const Var loss_a = cross_entropy(logits, targets, 0.1, -1);
+  const size_t held_peak = peak_of_backward(loss_a, false);
+  REQUIRE_THAT(logits.data(), AllClose(logits_before, 0, 0));
+
+  // A temporary: reused, with the same gradient, bit for bit.
+  Var b(x0.clone(), true);
+  const Var loss_b = cross_entropy(b * 2.0, targets, 0.1, -1);  // the temporary b * 2.0 is gone here
+  const size_t temp_peak = peak_of_backward(loss_b, false);
+  REQUIRE_THAT(b.grad(), AllClose(a.grad(), 0, 0));
+  REQUIRE(temp_peak + logits_bytes <= held_peak);
+
+  // A retained graph keeps its saved logits intact for the next backward.
+  Var c(x0.clone(), true);
+  const Var loss = cross_entropy(c * 2.0, targets, 0.1, -1);
+  loss.backward(true);
+  loss.backward();
+  REQUIRE_THAT(c.grad(), AllClose(affine(a.grad(), 2.0, 0.0), 1e-6, 0));
+}

@@ -119,6 +119,9 @@ struct Node {
   std::vector<std::shared_ptr<AutogradMeta>> inputs;  // null where the input needs no gradient
   BackwardFn backward;                           // empty once released
   bool released = false;
+  // Set during a backward that releases the graph after this node: its saved tensors will not
+  // be needed again, so the backward function may write over those nobody else holds.
+  bool last_use = false;
 
   bool needs(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   // inputs[i].grad += g (g broadcast-reduced by the caller to the input's shape).

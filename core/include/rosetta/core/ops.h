@@ -103,6 +103,9 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& tar
 // dlogits = g / count * (softmax(logits) - ((1 - eps) * onehot(t) + eps / V)), 0 on ignored rows.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                               double smoothing, int32_t ignore_index, int64_t count, double g);
+// The same, written over `logits` (contiguous): no second [N, V] buffer.
+void cross_entropy_backward_(Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
+                             int32_t ignore_index, int64_t count, double g);
 
 // ------------------------------------------------------------------ indexing (index.cpp)
 
