@@ -22,8 +22,8 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--out", c.out, "run directory to create")->group(data);
   cmd.add_option("--resume", c.resume, "run directory to continue from its last checkpoint")
       ->group(data)->configurable(false);
-  cmd.add_option("--max-src-len", c.max_src_len, "drop pairs whose source has more tokens")->group(data);
-  cmd.add_option("--max-tgt-len", c.max_tgt_len, "drop pairs whose target has more tokens")->group(data);
+  cmd.add_option("--max-src-len", c.max_src_len, "drop pairs whose source has more tokens (0: as many as --max-len allows)")->group(data);
+  cmd.add_option("--max-tgt-len", c.max_tgt_len, "drop pairs whose target has more tokens (0: as many as --max-len allows)")->group(data);
 
   const char* tok = "Tokenizer";
   cmd.add_option("--vocab-size", c.vocab_size, "SentencePiece vocabulary size")->group(tok);
@@ -131,8 +131,8 @@ void non_negative(const char* flag, double v) {
 
 void TrainConfig::validate() const {
   positive("vocab-size", vocab_size);
-  positive("max-src-len", max_src_len);
-  positive("max-tgt-len", max_tgt_len);
+  non_negative("max-src-len", double(max_src_len));
+  non_negative("max-tgt-len", double(max_tgt_len));
   positive("d-model", d_model);
   positive("heads", heads);
   positive("ff", ff);
@@ -181,8 +181,8 @@ void TrainConfig::validate() const {
     ROSETTA_CHECK(src.empty() == tgt.empty(), "--src and --tgt go together");
     ROSETTA_CHECK(valid_src.empty() == valid_tgt.empty(), "--valid-src and --valid-tgt go together");
     // Sources enter the encoder as they are; targets get bos (decoder input) or eos (output).
-    ROSETTA_CHECK(max_src_len <= max_len, "--max-src-len ", max_src_len, " is longer than --max-len ", max_len);
-    ROSETTA_CHECK(max_tgt_len < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
+    ROSETTA_CHECK(src_limit() <= max_len, "--max-src-len ", max_src_len, " is longer than --max-len ", max_len);
+    ROSETTA_CHECK(max_len >= 2 && tgt_limit() < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
                   " (a target takes its length + 1 positions)");
   }
 }

@@ -26,8 +26,9 @@ struct TrainConfig {
   int vocab_size = 5000;
   bool joint_vocab = true;
   std::string tokenizer = "unigram";  // unigram | bpe
-  int64_t max_src_len = 128;          // pairs longer (in tokens) are filtered out
-  int64_t max_tgt_len = 128;
+  // Pairs longer (in tokens) are filtered out; 0: as long as --max-len allows (src_limit()).
+  int64_t max_src_len = 0;
+  int64_t max_tgt_len = 0;
   // model
   int64_t d_model = 256, heads = 4, ff = 1024, encoder_layers = 3, decoder_layers = 3;
   double dropout = 0.2;
@@ -65,6 +66,10 @@ struct TrainConfig {
 
   // Throws rosetta::Error naming the first invalid value.
   void validate() const;
+  // The length filters in effect: --max-src-len/--max-tgt-len, or else what --max-len allows
+  // (a source takes its length in positions, a target its length + 1).
+  int64_t src_limit() const { return max_src_len > 0 ? max_src_len : max_len; }
+  int64_t tgt_limit() const { return max_tgt_len > 0 ? max_tgt_len : max_len - 1; }
   double max_time_seconds() const;  // 0 = no limit
   nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
 };

@@ -135,12 +135,12 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
                                   c.joint_vocab ? "joint" : "separate", src_tok.vocab_size(), tgt_tok.vocab_size()));
   d.codec = Codec::sentencepiece(src_tok, tgt_tok);
   d.train = data::tokenize(train.pairs, src_tok, tgt_tok);
-  const size_t dropped = data::filter_by_tokens(d.train, size_t(c.max_src_len), size_t(c.max_tgt_len));
+  const size_t dropped = data::filter_by_tokens(d.train, size_t(c.src_limit()), size_t(c.tgt_limit()));
   if (dropped)
-    d.notes.push_back(fmt::format("dropped {} training pairs longer than {}/{} tokens", dropped, c.max_src_len,
-                                  c.max_tgt_len));
+    d.notes.push_back(fmt::format("dropped {} training pairs longer than {}/{} tokens", dropped, c.src_limit(),
+                                  c.tgt_limit()));
   ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length (--max-src-len ",
-                c.max_src_len, ", --max-tgt-len ", c.max_tgt_len, ")");
+                c.src_limit(), ", --max-tgt-len ", c.tgt_limit(), ")");
   std::vector<size_t> kept;
   d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
   data::filter_by_tokens(d.valid, size_t(c.max_len - 2), size_t(c.max_len - 2), &kept);

@@ -405,10 +405,11 @@ TEST_CASE("bad input: lengths that do not fit the model", "[badinput]") {
   const std::string out = existing_out(work);
   const Snapshot before = snapshot(out);
   const std::string train = " --train " + toy_tsv(work) + " ";
-  require_error(run_rosetta("train" + train + "--max-len 16 --max-tokens 64 --out " + out),
+  require_error(run_rosetta("train" + train + "--max-len 16 --max-src-len 128 --max-tokens 64 --out " + out),
                 {"--max-src-len 128 is longer than --max-len 16"});
-  require_error(run_rosetta("train" + train + "--max-len 64 --max-src-len 64 --max-tokens 64 --out " + out),
-                {"--max-tgt-len 128 does not fit --max-len 64"});
+  require_error(run_rosetta("train" + train + "--max-len 64 --max-src-len 64 --max-tgt-len 64 --max-tokens 64 --out " + out),
+                {"--max-tgt-len 64 does not fit --max-len 64"});
+  require_error(run_rosetta("train" + train + "--max-src-len -1 --out " + out), {"--max-src-len", "-1"});
   require_error(run_rosetta("train" + train + "--max-tokens 100 --out " + out),
                 {"--max-tokens 100 is smaller than --max-len 256"});
   require_untouched(before, out);
