@@ -246,6 +246,31 @@ TEST_CASE("a run stopped before its first checkpoint resumes by starting over", 
   REQUIRE(slurp(dir + "/notes.txt") == "the user's");
 }
 
+// The same for a translation run: its tokenizers are trained again (the killed run may have
+// written them, or not), and the run is the one a fresh start makes.
+TEST_CASE("a translation run stopped before its first checkpoint resumes by starting over", "[faults][kill]") {
+  TempDir work("restart_text");
+  const std::string tsv = work / "toy.tsv";
+  rosetta::test::write_tsv(tsv, rosetta::test::toy_corpus(30, 1));
+  const std::string common = "--train " + tsv +
+                             " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --max-tokens 256"
+                             " --vocab-size 50 --threads 1 --log-every 1 --valid-bleu-sentences 0 --max-steps 4";
+  const std::string straight = straight_run(work, common);
+  const std::string dir = work / "early";
+  fs::create_directories(dir);
+  fs::copy_file(straight + "/config.toml", dir + "/config.toml");
+  rosetta::test::write_file(dir + "/src.model", "half a tokenizer");
+  const RunResult r = run_rosetta("train --resume " + dir);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(checkpoint_step(dir) == 4);
+  REQUIRE(slurp(dir + "/src.model") == slurp(straight + "/src.model"));
+  REQUIRE(train_losses(dir + "/metrics.jsonl") == train_losses(straight + "/metrics.jsonl"));
+  const RunResult t = run_rosetta("translate --model " + dir, "der Hund\n");
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+}
+
 TEST_CASE("SIGTERM and SIGINT finish the step, save, exit 0 and say how to resume", "[faults][signals]") {
   TempDir work("signals");
   const std::string common = std::string(kFlags) + " --threads 1 --max-steps 3000 --save-every 1000 --validate-every 1000";
