@@ -34,6 +34,9 @@ size_t size_class(size_t n) {
 struct Cache {
   std::mutex mu;
   std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  // The size class of every block handed out for a smaller class (a miss served from a cached
+  // block of up to twice the size), so that it goes back to its own free list.
+  std::unordered_map<void*, size_t> oversized;
   AllocatorStats stats;
   size_t limit = size_t(2) << 30;
 
@@ -60,12 +63,24 @@ void* allocate_bytes(size_t nbytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
+    // The block of this size class, else (above 4 KiB) the smallest cached block up to twice
+    // its size: batch shapes vary from step to step, and blocks of the classes that missed
+    // would otherwise pile up in the cache.
+    size_t found = 0;
     auto it = c.free_blocks.find(sz);
     if (it != c.free_blocks.end() && !it->second.empty()) {
+      found = sz;
+    } else if (sz > 4096) {
+      for (auto& [cls, blocks] : c.free_blocks)
+        if (!blocks.empty() && cls > sz && cls <= 2 * sz && (found == 0 || cls < found)) found = cls;
+      if (found) it = c.free_blocks.find(found);
+    }
+    if (found) {
       void* p = it->second.back();
       it->second.pop_back();
-      c.stats.cached_bytes -= sz;
-      c.stats.in_use_bytes += sz;
+      if (found != sz) c.oversized[p] = found;
+      c.stats.cached_bytes -= found;
+      c.stats.in_use_bytes += found;
       c.stats.peak_bytes = std::max(c.stats.peak_bytes, c.stats.in_use_bytes);
       ++c.stats.cache_hits;
       return p;
@@ -87,9 +102,15 @@ void* allocate_bytes(size_t nbytes) {
 
 void free_bytes(void* p, size_t nbytes) {
   if (!p) return;
-  const size_t sz = size_class(nbytes == 0 ? 1 : nbytes);
+  size_t sz = size_class(nbytes == 0 ? 1 : nbytes);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.oversized.empty()) {
+    if (auto it = c.oversized.find(p); it != c.oversized.end()) {
+      sz = it->second;
+      c.oversized.erase(it);
+    }
+  }
   c.stats.in_use_bytes -= sz;
   if (c.stats.cached_bytes + sz > c.limit) {
     std::free(p);

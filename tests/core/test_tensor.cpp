@@ -132,6 +132,28 @@ TEST_CASE("caching allocator reuses freed blocks", "[core]") {
   REQUIRE(after.cache_hits >= before.cache_hits + 10);
 }
 
+// Batch shapes vary: a miss is served by a cached block of up to twice its size class, which
+// goes back to its own class when freed; smaller requests get their own blocks.
+TEST_CASE("caching allocator serves a miss from a block up to twice as large", "[core]") {
+  release_cached_memory();
+  { Tensor big = Tensor::empty({1000, 101}); }  // 404,000 bytes, cached
+  const AllocatorStats before = allocator_stats();
+  {
+    Tensor smaller = Tensor::empty({1000, 77});  // 308,000 bytes: served by the big block
+    smaller.fill_(1);
+    const AllocatorStats during = allocator_stats();
+    REQUIRE(during.system_allocs == before.system_allocs);
+    REQUIRE(during.cached_bytes == 0);
+  }
+  const AllocatorStats after = allocator_stats();
+  REQUIRE(after.cached_bytes == before.cached_bytes);  // back under the big block's class
+  REQUIRE(after.in_use_bytes == before.in_use_bytes);
+  { Tensor big_again = Tensor::empty({1000, 101}); }  // an exact hit
+  REQUIRE(allocator_stats().system_allocs == before.system_allocs);
+  { Tensor tiny = Tensor::empty({1000, 40}); }  // 160,000 bytes: under half, a block of its own
+  REQUIRE(allocator_stats().system_allocs == before.system_allocs + 1);
+}
+
 TEST_CASE("generator is reproducible and seed-dependent", "[core]") {
   Generator g1(42), g2(42), g3(43);
   const auto a = g1.normal({1000}).to_vector<float>();
