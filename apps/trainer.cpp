@@ -43,10 +43,9 @@ struct RunData {
   Codec codec;
   std::vector<data::TokenPair> train, valid;
   std::vector<data::SentencePair> valid_text;  // validation pairs as text, for BLEU/chrF
-  // The tokenizers as src.model / tgt.model hold them (empty for the copy task), and their
-  // checksums, which every checkpoint records so that swapped files are detected.
+  // The tokenizers as src.model / tgt.model hold them (empty for the copy task); every
+  // checkpoint records their checksums, so that swapped files are detected.
   std::string src_model, tgt_model;
-  std::string src_model_checksum, tgt_model_checksum;
   std::vector<std::string> notes;  // what reading the data found, logged once the run's log is open
 };
 
@@ -119,17 +118,8 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   }
   group.broadcast(d.src_model);
   group.broadcast(d.tgt_model);
-  const auto load = [&](const std::string& bytes, const std::string& file) {
-    try {
-      return data::Tokenizer::from_serialized(bytes);
-    } catch (const Error& e) {
-      ROSETTA_FAIL(file, ": ", e.what());
-    }
-  };
-  const data::Tokenizer src_tok = load(d.src_model, run.src_model());
-  const data::Tokenizer tgt_tok = load(d.tgt_model, run.tgt_model());
-  d.src_model_checksum = bytes_checksum(d.src_model);
-  d.tgt_model_checksum = bytes_checksum(d.tgt_model);
+  const auto src_tok = data::Tokenizer::from_serialized(d.src_model, run.src_model());
+  const auto tgt_tok = data::Tokenizer::from_serialized(d.tgt_model, run.tgt_model());
   if (!resuming)
     d.notes.push_back(fmt::format("tokenizer: {} vocabulary, {} source and {} target pieces",
                                   c.joint_vocab ? "joint" : "separate", src_tok.vocab_size(), tgt_tok.vocab_size()));
@@ -224,8 +214,8 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::
   meta["run.task"] = c.task;
   if (c.task == "copy") meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
   if (!d.src_model.empty()) {
-    meta[kSrcTokenizerKey] = d.src_model_checksum;
-    meta[kTgtTokenizerKey] = d.tgt_model_checksum;
+    meta[kSrcTokenizerKey] = bytes_checksum(d.src_model);
+    meta[kTgtTokenizerKey] = bytes_checksum(d.tgt_model);
   }
   meta["rosetta.version"] = ROSETTA_VERSION;
   meta[kChecksumKey] = tensors_checksum(tensors);
@@ -289,20 +279,9 @@ Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, const R
   group.broadcast(bytes);
   const SafeTensors st = parse_safetensors(bytes, path);
   bytes = std::string();
-  if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
-    const std::string actual = tensors_checksum(st.tensors);
-    ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
-                  ", the file says ", sum->second);
-  }
   // The tokenizers must be those it was trained with, and the architecture the one this run is
   // configured with.
-  for (const auto& [key, file, sum] : {std::tuple{kSrcTokenizerKey, run.src_model(), d.src_model_checksum},
-                                       std::tuple{kTgtTokenizerKey, run.tgt_model(), d.tgt_model_checksum}}) {
-    const auto expected = st.metadata.find(key);
-    if (expected != st.metadata.end())
-      ROSETTA_CHECK(expected->second == sum, file, " is not the tokenizer the model in ", path,
-                    " was trained with (checksum differs)");
-  }
+  verify_tokenizers(st.metadata, path, run, d.src_model, d.tgt_model);
   try {
     const auto saved = nn::TransformerOptions::from_metadata(st.metadata).to_metadata();
     const auto wanted = model.options().to_metadata();
@@ -314,14 +293,7 @@ Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, const R
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
-  nn::NamedTensors weights;
-  for (const auto& [name, t] : st.tensors)
-    if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
-  try {
-    model.load_state_dict(weights);
-  } catch (const Error& e) {
-    ROSETTA_FAIL(path, ": ", e.what());
-  }
+  load_model_weights(model, st, path);  // verifies the checksum of all its tensors first
   try {
     opt.load_state([&](const std::string& n) { return st.find(n); }, st.metadata);
   } catch (const Error& e) {

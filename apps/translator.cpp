@@ -124,22 +124,35 @@ std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& 
   return hex16(h);
 }
 
-std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path) {
-  SafeTensors st = load_safetensors(path);
+void verify_checksum(const SafeTensors& st, const std::string& path) {
   if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
     const std::string actual = tensors_checksum(st.tensors);
     ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
                   ", the file says ", sum->second);
   }
+}
+
+void verify_tokenizers(const std::map<std::string, std::string>& metadata, const std::string& path,
+                       const RunPaths& run, std::string_view src_bytes, std::string_view tgt_bytes) {
+  for (const auto& [key, file, bytes] : {std::tuple{kSrcTokenizerKey, run.src_model(), src_bytes},
+                                         std::tuple{kTgtTokenizerKey, run.tgt_model(), tgt_bytes}}) {
+    const auto expected = metadata.find(key);
+    if (expected != metadata.end())
+      ROSETTA_CHECK(bytes_checksum(bytes) == expected->second, file, " is not the tokenizer the model in ", path,
+                    " was trained with (checksum differs)");
+  }
+}
+
+void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path) {
+  verify_checksum(st, path);
   nn::NamedTensors weights;
-  for (auto& [name, t] : st.tensors)
+  for (const auto& [name, t] : st.tensors)
     if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
   try {
     model.load_state_dict(weights);
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
-  return st.metadata;
 }
 
 Translator Translator::load(const std::string& dir, const std::string& which) {
@@ -151,16 +164,20 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
                 "checkpoint.safetensors): train one with rosetta train --out ", dir);
   Translator t;
   t.weights_path = path;
-  t.metadata = load_safetensors(path).metadata;  // header check before building anything
+  const SafeTensors st = load_safetensors(path);  // checked before anything is built
+  t.metadata = st.metadata;
   const auto task = t.metadata.find("run.task");
   ROSETTA_CHECK(task != t.metadata.end(), path, ": not a rosetta translator checkpoint (no run.task)");
+  std::string src_bytes, tgt_bytes;  // the tokenizers' files
   if (task->second == "copy") {
     const auto it = t.metadata.find("run.copy_symbols");
     ROSETTA_CHECK(it != t.metadata.end(), path, ": copy-task checkpoint without run.copy_symbols");
     t.codec = Codec::symbols(std::stoll(it->second));
   } else {
-    t.codec = Codec::sentencepiece(data::Tokenizer::load(run.src_model()),
-                                   data::Tokenizer::load(run.tgt_model()));
+    src_bytes = read_file(run.src_model());
+    tgt_bytes = read_file(run.tgt_model());
+    t.codec = Codec::sentencepiece(data::Tokenizer::from_serialized(src_bytes, run.src_model()),
+                                   data::Tokenizer::from_serialized(tgt_bytes, run.tgt_model()));
   }
   nn::TransformerOptions o;
   try {
@@ -173,16 +190,10 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
                 ") do not match the tokenizers in ", dir, " (", t.codec.src_vocab(), ", ",
                 t.codec.tgt_vocab(), ")");
   // Tokenizers of the same sizes may still be others than those the model was trained with.
-  if (task->second != "copy")
-    for (const auto& [file, key] : {std::pair{run.src_model(), kSrcTokenizerKey}, std::pair{run.tgt_model(), kTgtTokenizerKey}}) {
-      const auto expected = t.metadata.find(key);
-      if (expected == t.metadata.end()) continue;
-      ROSETTA_CHECK(bytes_checksum(read_file(file)) == expected->second, file,
-                    " is not the tokenizer the model in ", path, " was trained with (checksum differs)");
-    }
+  if (task->second != "copy") verify_tokenizers(t.metadata, path, run, src_bytes, tgt_bytes);
   Generator g(0);
   t.model = std::make_unique<nn::Transformer>(o, g);
-  load_model_weights(*t.model, path);
+  load_model_weights(*t.model, st, path);
   t.model->eval();
   return t;
 }

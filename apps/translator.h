@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/safetensors.h"
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/search.h"
 
@@ -60,9 +61,16 @@ std::string bytes_checksum(std::string_view bytes);
 inline constexpr const char* kSrcTokenizerKey = "run.src_model_checksum";
 inline constexpr const char* kTgtTokenizerKey = "run.tgt_model_checksum";
 
-// Loads the model weights of a checkpoint or best file (entries named optim.* are skipped)
-// and returns its metadata. Throws naming the file when its checksum (if any) does not match.
-std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path);
+// Throws naming `path` when `st`'s metadata holds a checksum its tensors do not match.
+void verify_checksum(const SafeTensors& st, const std::string& path);
+// Throws when src.model / tgt.model, given as bytes, are not the tokenizers whose checksums the
+// metadata of the model in `path` records (if it does).
+void verify_tokenizers(const std::map<std::string, std::string>& metadata, const std::string& path,
+                       const RunPaths& run, std::string_view src_bytes, std::string_view tgt_bytes);
+
+// Loads the model weights of a checkpoint or best file `st`, read from `path` (entries named
+// optim.* are skipped), after verify_checksum. Errors name the file.
+void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path);
 
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
 // tokens; returns the hypotheses in input order. Sources longer than the model's maximum length

@@ -16,7 +16,6 @@ namespace {
 // vectorised: a row costs about two passes over it).
 constexpr int64_t kSoftmaxCost = 2;
 
-
 template <class T>
 T row_max(const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();

@@ -133,11 +133,11 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   ROSETTA_CHECK(in, path.string(), ": cannot open");
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return Tokenizer(load_proto(bytes, path.string()));
+  return from_serialized(bytes, path.string());
 }
 
-Tokenizer Tokenizer::from_serialized(std::string_view bytes) {
-  return Tokenizer(load_proto(bytes, "Tokenizer::from_serialized"));
+Tokenizer Tokenizer::from_serialized(std::string_view bytes, const std::string& what) {
+  return Tokenizer(load_proto(bytes, what));
 }
 
 void Tokenizer::save(const std::filesystem::path& path) const {

@@ -79,7 +79,8 @@ class Tokenizer {
   // Loads a `.model` file written by save() or by spm_train with the fixed special ids.
   static Tokenizer load(const std::filesystem::path& path);
   // Loads a serialized ModelProto (the bytes of a `.model` file), e.g. from a checkpoint.
-  static Tokenizer from_serialized(std::string_view bytes);
+  // `what` names the bytes in errors (e.g. the file they came from).
+  static Tokenizer from_serialized(std::string_view bytes, const std::string& what = "Tokenizer::from_serialized");
 
   void save(const std::filesystem::path& path) const;
   std::string serialized() const;  // the bytes save() writes
