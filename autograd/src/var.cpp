@@ -84,11 +84,15 @@ void accumulate_into(AutogradMeta& v, const Tensor& g) {
   ROSETTA_CHECK(g.shape() == v.shape, "backward: gradient ", g.shape(),
                 " does not match its variable ", v.shape);
   if (!v.grad.defined()) {
-    // Take the tensor itself when nobody else holds its storage; otherwise copy, so a later
-    // in-place accumulation cannot write into someone else's tensor.
-    v.grad = g.storage().use_count() == 1 && g.is_contiguous() ? g : g.clone();
+    // An intermediate's gradient is only read, by its own node's backward: take the tensor
+    // even when its storage is shared (a view of the upstream gradient, a sibling's gradient),
+    // copying only to make it contiguous. A leaf's gradient is handed to the user and the
+    // optimizer, who write into it: it gets storage of its own.
+    const bool own = g.storage().use_count() == 1 || v.grad_fn;
+    v.grad = own && g.is_contiguous() ? g : g.clone();
     return;
   }
+  // In place only into storage nobody else holds; a shared gradient is replaced by the sum.
   if (v.grad_is_buffer || v.grad.storage().use_count() == 1) add_(v.grad, g);
   else v.grad = add(v.grad, g);
 }

@@ -88,6 +88,34 @@ TEST_CASE("gradient buffers are accumulated in place", "[autograd]") {
   REQUIRE(sum_all(buffer).item() == 0);
 }
 
+// An intermediate's gradient is read only by its node's backward, so a view of the upstream
+// gradient is passed on as it is; a leaf's gradient gets storage of its own, since the user and
+// the optimizer write into it.
+TEST_CASE("views pass gradients on without copies; a leaf's gradient is its own", "[autograd]") {
+  const int64_t N = 1 << 16;
+  Var x(Tensor::ones({N}), true);
+  Var v = x * 2.0;
+  for (int i = 0; i < 8; ++i) v = reshape(reshape(v, {256, N / 256}), {N});
+  Var y = v * 3.0;
+  const Tensor upstream = Tensor::ones({N});
+  const AllocatorStats before = allocator_stats();
+  y.backward(upstream);
+  const AllocatorStats after = allocator_stats();
+  const int64_t allocations = int64_t(after.cache_hits + after.system_allocs) -
+                              int64_t(before.cache_hits + before.system_allocs);
+  INFO("allocations " << allocations);
+  REQUIRE(allocations <= 4);  // the two products' gradients (and the upstream's copy), not 16 more
+  REQUIRE_THAT(x.grad(), AllClose(Tensor::full({N}, 6.0), 0, 0));
+
+  Var leaf(Tensor::ones({4, 4}), true);
+  const Tensor go = Tensor::full({16}, 5.0);
+  reshape(leaf, {16}).backward(go);
+  REQUIRE_FALSE(leaf.grad().same_storage(go));
+  Tensor leaf_grad = leaf.grad();
+  leaf_grad.fill_(0);
+  REQUIRE_THAT(go, AllClose(Tensor::full({16}, 5.0), 0, 0));
+}
+
 TEST_CASE("deep chains do not overflow the stack", "[autograd]") {
   Var x(Tensor::ones({1}), true);
   Var y = x;
