@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "log.h"
+#include "replicas.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
@@ -88,7 +89,7 @@ nn::TransformerOptions model_options(const Preset& p, double dropout) {
 
 struct BenchArgs {
   std::string preset = "small";
-  int threads = 2, steps = 20, warmup = 3;
+  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::auto_count
   bool decode = false, profile_allocs = false;
 };
 
@@ -104,19 +105,53 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   optim::Adam opt(model.parameters(), ao);
   const Tensor src = g.randint({p.batch, p.src_len}, 1, int32_t(p.vocab));
   const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
-  const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
-  const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
+
+  // The batch in one shard per replica (the whole batch when there is one).
+  const int n = a.replicas > 0 ? int(std::min<int64_t>(a.replicas, p.batch))
+                               : ThreadReplicas::auto_count(get_num_threads(),
+                                                            p.batch * p.tgt_len, p.d);
+  std::vector<std::shared_ptr<nn::Module>> extra;
+  std::vector<const nn::Transformer*> models{&model};
+  for (int r = 1; r < n; ++r) {
+    Generator rg{uint64_t(r)};  // its own dropout stream; the weights are replica 0's
+    auto m = std::make_shared<nn::Transformer>(model_options(p, 0.1), rg);
+    m->train();
+    models.push_back(m.get());
+    extra.push_back(m);
+  }
+  ThreadReplicas replicas(opt, extra);
+  struct Shard {
+    Tensor src, tgt_in, tgt_out;
+    double weight;  // its share of the batch's tokens (equal lengths: of its rows)
+  };
+  std::vector<Shard> shards;
+  for (int r = 0; r < n; ++r) {
+    const int64_t b0 = p.batch * r / n, b1 = p.batch * (r + 1) / n;
+    const Tensor t = tgt.narrow(0, b0, b1 - b0);
+    shards.push_back({src.narrow(0, b0, b1 - b0).contiguous(),
+                      t.narrow(1, 0, p.tgt_len).contiguous(),
+                      t.narrow(1, 1, p.tgt_len).contiguous(), double(b1 - b0) / double(p.batch)});
+  }
+
   std::vector<double> times;
   double loss_value = 0;
   AllocatorStats steady{};
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) steady = allocator_stats();
     const double t0 = now();
-    const Var loss = cross_entropy(model.forward(src, tgt_in), tgt_out, 0.1, 0);
     opt.zero_grad();
-    loss.backward();
+    replicas.zero_grad();
+    std::vector<double> losses(static_cast<size_t>(n), 0.0);
+    replicas.run([&](int r) {
+      const Shard& s = shards[size_t(r)];
+      const Var loss = cross_entropy(models[size_t(r)]->forward(s.src, s.tgt_in), s.tgt_out, 0.1, 0);
+      loss.backward(Tensor::full(loss.shape(), s.weight));
+      losses[size_t(r)] = loss.item() * s.weight;
+    });
+    replicas.reduce_into(opt);
     opt.step();
-    loss_value = loss.item();
+    loss_value = 0;
+    for (double l : losses) loss_value += l;
     if (step >= a.warmup) times.push_back(now() - t0);
   }
   const AllocatorStats end = allocator_stats();
@@ -137,6 +172,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"sgemm_peak_gflops", std::round(peak * 10) / 10},
                    {"mfu", std::round(gflops / peak * 1000) / 1000},
                    {"blas_core", blas_core_name()},
+                   {"replicas", n},
                    {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
   std::cout << j.dump() << std::endl;
 }
@@ -183,6 +219,11 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "threads")->check(CLI::PositiveNumber);
   cmd->add_option("--steps", a->steps, "timed steps (median reported)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", a->warmup, "untimed warm-up steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--replicas", a->replicas,
+                  "model replicas, one per thread, each training on a shard of the batch "
+                  "(default: one per thread for models whose GEMMs are too small for BLAS's "
+                  "threads, else 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
   cmd->callback([a] {
     set_num_threads(a->threads);

@@ -72,11 +72,11 @@ void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& 
             *pg = gamma.data<T>();
     T* pdx = dx ? dx->data<T>() : nullptr;
     const bool want_params = dgamma || dbeta;
-    // Per-thread partial sums of dgamma, dbeta, added up at the end (no atomics).
+    // Per-chunk partial sums of dgamma, dbeta, added up at the end (no atomics).
     const int nt = omp_get_max_threads();
     std::vector<double> part(want_params ? size_t(nt) * 2 * D : 0, 0.0);
-    detail::parallel_rows(N, D * 4, [&](int64_t b, int64_t e) {
-      double* pp = want_params ? part.data() + size_t(omp_get_thread_num()) * 2 * D : nullptr;
+    detail::parallel_rows(N, D * 4, [&](int64_t b, int64_t e, int slot) {
+      double* pp = want_params ? part.data() + size_t(slot) * 2 * D : nullptr;
       for (int64_t i = b; i < e; ++i) {
         const T *xr = px + i * D, *dr = pd + i * D;
         const T m = pm[i], r = pr[i];

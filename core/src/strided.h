@@ -82,21 +82,30 @@ void for_each_strided3(const Shape& shape, A* a, const Shape& sa, B* b, const Sh
 
 #include <omp.h>
 
+#include <type_traits>
+
 namespace rosetta::detail {
 
 // Runs f(begin, end) over [0, n) split into one contiguous chunk per OpenMP thread when n is
-// at least `grain`, otherwise inline on the calling thread.
+// at least `grain`, otherwise inline on the calling thread (also inside a parallel region, such
+// as a replica's thread: see apps/replicas.h). A functor taking a third argument also gets the
+// chunk's slot in [0, omp_get_max_threads()), for per-chunk scratch; omp_get_thread_num() is
+// no such index, since inline on a replica's thread it is that thread's number.
 template <class F>
 void parallel_for(int64_t n, F&& f, int64_t grain = kParallelGrain) {
+  auto call = [&f](int64_t b, int64_t e, int slot) {
+    if constexpr (std::is_invocable_v<F&, int64_t, int64_t, int>) f(b, e, slot);
+    else f(b, e);
+  };
   if (n < grain || omp_get_max_threads() == 1 || omp_in_parallel()) {
-    f(int64_t(0), n);
+    call(int64_t(0), n, 0);
     return;
   }
 #pragma omp parallel
   {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t b = n * t / nt, e = n * (t + 1) / nt;
-    if (b < e) f(b, e);
+    if (b < e) call(b, e, int(t));
   }
 }
 

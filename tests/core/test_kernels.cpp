@@ -1,5 +1,7 @@
 // Every fast kernel against its naive reference (rosetta::ref), on random shapes, contiguous
 // and non-contiguous inputs, and every broadcasting pattern.
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 
@@ -359,6 +361,34 @@ TEST_CASE("layer norm forward and backward", "[core]") {
   REQUIRE_THAT(dbeta, AllClose(affine(numgrad(beta, [&](const Tensor& t) { return objective(x, gamma, t); }),
                                       1, 1),
                                1e-6, 1e-7));
+}
+
+// Kernels called from inside a parallel region (one thread per model replica, apps/replicas.h)
+// run inline on that thread; their per-chunk scratch must not be indexed by its thread number.
+TEST_CASE("kernels called on the threads of a parallel region match the serial call", "[core]") {
+  Generator g(8);
+  const int64_t N = 4096, D = 64;  // above the parallel grain: would split when called serially
+  const Tensor x = g.normal({N, D}), dy = g.normal({N, D}), gamma = g.normal({D}), beta = g.normal({D});
+  const LayerNormResult r = layer_norm_forward(x, gamma, beta, 1e-5);
+  Tensor dx, dgamma = Tensor::zeros({D}), dbeta = Tensor::zeros({D});
+  layer_norm_backward(dy, x, r.mean, r.rstd, gamma, &dx, &dgamma, &dbeta);
+  const int threads = 4;
+  std::vector<Tensor> dxs(threads), dgammas(threads), dbetas(threads), sums(threads);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    dgammas[size_t(t)] = Tensor::zeros({D});
+    dbetas[size_t(t)] = Tensor::zeros({D});
+    layer_norm_backward(dy, x, r.mean, r.rstd, gamma, &dxs[size_t(t)], &dgammas[size_t(t)],
+                        &dbetas[size_t(t)]);
+    sums[size_t(t)] = sum(x, 0);
+  }
+  for (int t = 0; t < threads; ++t) {
+    REQUIRE_THAT(dxs[size_t(t)], AllClose(dx, 1e-6, 1e-6));
+    REQUIRE_THAT(dgammas[size_t(t)], AllClose(dgamma, 1e-5, 1e-5));
+    REQUIRE_THAT(dbetas[size_t(t)], AllClose(dbeta, 1e-5, 1e-5));
+    REQUIRE_THAT(sums[size_t(t)], AllClose(sum(x, 0), 1e-5, 1e-5));
+  }
 }
 
 TEST_CASE("dropout kernel: reproducible mask, right rate and scale", "[core]") {
