@@ -112,26 +112,18 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                                                             p.batch * p.tgt_len, p.d);
   std::vector<std::shared_ptr<nn::Module>> extra;
   std::vector<const nn::Transformer*> models{&model};
+  std::vector<Generator*> dropout{&model.dropout_generator()};
   for (int r = 1; r < n; ++r) {
-    Generator rg{uint64_t(r)};  // its own dropout stream; the weights are replica 0's
+    Generator rg{uint64_t(r)};  // the weights and dropout stream are replica 0's
     auto m = std::make_shared<nn::Transformer>(model_options(p, 0.1), rg);
     m->train();
     models.push_back(m.get());
+    dropout.push_back(&m->dropout_generator());
     extra.push_back(m);
   }
-  ThreadReplicas replicas(opt, extra);
-  struct Shard {
-    Tensor src, tgt_in, tgt_out;
-    double weight;  // its share of the batch's tokens (equal lengths: of its rows)
-  };
-  std::vector<Shard> shards;
-  for (int r = 0; r < n; ++r) {
-    const int64_t b0 = p.batch * r / n, b1 = p.batch * (r + 1) / n;
-    const Tensor t = tgt.narrow(0, b0, b1 - b0);
-    shards.push_back({src.narrow(0, b0, b1 - b0).contiguous(),
-                      t.narrow(1, 0, p.tgt_len).contiguous(),
-                      t.narrow(1, 1, p.tgt_len).contiguous(), double(b1 - b0) / double(p.batch)});
-  }
+  ThreadReplicas replicas(opt, extra, dropout);
+  const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
+  const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
 
   std::vector<double> times;
   double loss_value = 0;
@@ -140,13 +132,15 @@ void bench_train(const BenchArgs& a, const Preset& p) {
     if (step == a.warmup) steady = allocator_stats();
     const double t0 = now();
     opt.zero_grad();
-    replicas.zero_grad();
     std::vector<double> losses(static_cast<size_t>(n), 0.0);
-    replicas.run([&](int r) {
-      const Shard& s = shards[size_t(r)];
-      const Var loss = cross_entropy(models[size_t(r)]->forward(s.src, s.tgt_in), s.tgt_out, 0.1, 0);
-      loss.backward(Tensor::full(loss.shape(), s.weight));
-      losses[size_t(r)] = loss.item() * s.weight;
+    replicas.run(p.batch, [&](int r, int64_t b0, int64_t b1) {
+      // Equal lengths: a shard's share of the batch's tokens is its share of the rows.
+      const double w = double(b1 - b0) / double(p.batch);
+      const Var loss = cross_entropy(
+          models[size_t(r)]->forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0)),
+          tgt_out.narrow(0, b0, b1 - b0), 0.1, 0);
+      loss.backward(Tensor::full(loss.shape(), w));
+      losses[size_t(r)] = loss.item() * w;
     });
     replicas.reduce_into(opt);
     opt.step();

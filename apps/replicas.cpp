@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "rosetta/core/ops.h"
@@ -9,8 +10,11 @@
 namespace rosetta::cli {
 
 ThreadReplicas::ThreadReplicas(const optim::Optimizer& opt,
-                               std::vector<std::shared_ptr<nn::Module>> extra)
-    : extra_(std::move(extra)) {
+                               std::vector<std::shared_ptr<nn::Module>> extra,
+                               std::vector<Generator*> dropout)
+    : extra_(std::move(extra)), dropout_(std::move(dropout)) {
+  ROSETTA_CHECK(dropout_.size() == extra_.size() + 1, "replicas: ", dropout_.size(),
+                " dropout generators for ", extra_.size() + 1, " replicas");
   const std::vector<Var>& primary = opt.params();
   for (const auto& m : extra_) {
     std::vector<Var> params = m->parameters();
@@ -32,30 +36,41 @@ ThreadReplicas::ThreadReplicas(const optim::Optimizer& opt,
   }
 }
 
-void ThreadReplicas::run(const std::function<void(int)>& f) const {
-  const int n = size();
-  if (n == 1) return f(0);
+void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f) {
+  const int n = int(std::min<int64_t>(size(), std::max<int64_t>(rows, 1)));
+  if (n == 1) return f(0, 0, rows);
+  Generator& model_gen = *dropout_[0];
+  const uint64_t seed = model_gen.seed(), counter = model_gen.counter();
+  for (int r = 0; r < n; ++r) {
+    dropout_[size_t(r)]->set_state(seed, counter);
+    dropout_[size_t(r)]->set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
+  }
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
 #pragma omp parallel num_threads(n)
   {
-    const int t = omp_get_thread_num();
+    const int r = omp_get_thread_num();
     try {
-      f(t);
+      f(r, rows * r / n, rows * (r + 1) / n);
     } catch (...) {
-      errors[size_t(t)] = std::current_exception();
+      errors[size_t(r)] = std::current_exception();
     }
   }
+  for (int r = 0; r < n; ++r) dropout_[size_t(r)]->clear_shard();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
-}
-
-void ThreadReplicas::zero_grad() {
-  for (Tensor& g : grads_) g.zero_();
+  // Every shard drew its rows of the same draws: all counters end where the model's is.
+  for (int r = 1; r < n; ++r)
+    ROSETTA_CHECK(dropout_[size_t(r)]->counter() == model_gen.counter(), "replicas: replica ", r,
+                  " drew ", dropout_[size_t(r)]->counter() - counter, " random values, replica 0 ",
+                  model_gen.counter() - counter);
 }
 
 void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   Tensor total = opt.flat_grads();  // a handle on the optimizer's buffer, written in place
-  for (const Tensor& g : grads_) add_(total, g);
+  for (Tensor& g : grads_) {
+    add_(total, g);
+    g.zero_();
+  }
 }
 
 int ThreadReplicas::auto_count(int threads, int64_t rows, int64_t dim) {

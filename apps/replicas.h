@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "rosetta/core/random.h"
 #include "rosetta/nn/module.h"
 #include "rosetta/optim/optimizer.h"
 
@@ -25,17 +26,23 @@ class ThreadReplicas {
  public:
   // `extra` holds the models for replicas 1..n-1 (same parameter names and shapes as the
   // optimizer's parameters, in the same order); their values are overwritten with the
-  // optimizer's and tied to them.
-  ThreadReplicas(const optim::Optimizer& opt, std::vector<std::shared_ptr<nn::Module>> extra);
+  // optimizer's and tied to them. `dropout[r]` is replica r's dropout generator (0: the
+  // model's, whose state is the one that counts: it is what checkpoints save).
+  ThreadReplicas(const optim::Optimizer& opt, std::vector<std::shared_ptr<nn::Module>> extra,
+                 std::vector<Generator*> dropout);
 
   int size() const { return int(extra_.size()) + 1; }
 
-  // Runs f(t) for every replica t at once, one thread each (BLAS single-threaded inside);
-  // rethrows the first exception a replica threw, after all have finished.
-  void run(const std::function<void(int)>& f) const;
+  // Splits a batch of `rows` rows (sentences) into one shard per replica and runs
+  // f(r, begin, end) for replica r on rows [begin, end), all at once, one thread each (BLAS
+  // single-threaded inside). Each replica's dropout generator draws its shard's rows of what
+  // the model's would draw for the whole batch, so the masks, and the summed gradients up to
+  // rounding, are those of one model on the whole batch. Rethrows the first exception a
+  // replica threw, after all have finished.
+  void run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f);
 
-  void zero_grad();
-  // Adds the gradients of replicas 1..n-1 into the optimizer's (replica 0's).
+  // Moves the gradients of replicas 1..n-1 into the optimizer's (replica 0's): adds them and
+  // zeroes theirs for the next step.
   void reduce_into(const optim::Optimizer& opt);
 
   // How many replicas to use on `threads` threads for batches of `rows` tokens through
@@ -45,6 +52,7 @@ class ThreadReplicas {
 
  private:
   std::vector<std::shared_ptr<nn::Module>> extra_;
+  std::vector<Generator*> dropout_;
   std::vector<Tensor> grads_;  // [N] per extra replica
 };
 

@@ -74,6 +74,10 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   const char* run = "Run";
   cmd.add_option("--seed", c.seed, "random seed (weights, dropout, data order)")->group(run);
   cmd.add_option("--threads", c.threads, "threads (0: OMP_NUM_THREADS or all cores)")->group(run);
+  cmd.add_option("--replicas", c.replicas,
+                 "model replicas, one per thread, each training a shard of every batch (0: one "
+                 "per thread for models whose GEMMs are too small for BLAS's threads, else 1)")
+      ->group(run);
   cmd.add_option("--validate-every", c.validate_every, "validate every N updates (0: only at the end)")->group(run);
   cmd.add_option("--save-every", c.save_every, "checkpoint every N updates (0: only at the end)")->group(run);
   cmd.add_option("--log-every", c.log_every, "log training metrics every N updates")->group(run);
@@ -162,6 +166,7 @@ void TrainConfig::validate() const {
   positive("log-every", log_every);
   positive("valid-beam", valid_beam);
   ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
+  ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
   ROSETTA_CHECK(!share_embeddings || joint_vocab || task == "copy",
                 "--share-embeddings needs --joint-vocab");
   max_time_seconds();

@@ -18,6 +18,7 @@
 
 #include "distributed.h"
 #include "log.h"
+#include "replicas.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
@@ -486,6 +487,15 @@ class MetricsFile {
 
 json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// Target tokens (non-pad entries) of a shard of a batch's tgt_out.
+int64_t count_tokens(const Tensor& tgt_out) {
+  const Tensor ids = tgt_out.contiguous();
+  const int32_t* p = ids.data<int32_t>();
+  int64_t k = 0;
+  for (int64_t i = 0; i < ids.numel(); ++i) k += p[i] != data::kPadId;
+  return k;
+}
+
 // Threads of each rank: --threads, else OMP_NUM_THREADS, else this machine's cores shared by the
 // ranks on it (so `mpirun -np 2` on 8 cores runs 2 x 4 threads, not 2 x 8).
 int threads_for(const TrainConfig& c, const ProcessGroup& group) {
@@ -558,6 +568,25 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   Generator& dropout = model.dropout_generator();
   dropout.set_state(rank_seed(dropout.seed(), group.rank()), dropout.counter());
   auto opt = make_optimizer(c, model.parameters());
+  // Replicas 1..n-1, tied to the model's weights (apps/replicas.h); their weights follow the
+  // model's through resume and broadcast below, since both write the shared values in place.
+  const int n_replicas = c.replicas > 0 ? c.replicas
+                                        : ThreadReplicas::auto_count(get_num_threads(), c.max_tokens, c.d_model);
+  std::vector<std::shared_ptr<nn::Module>> extra_models;
+  std::vector<const nn::Transformer*> replica_models{&model};
+  std::vector<Generator*> replica_dropout{&dropout};
+  for (int r = 1; r < n_replicas; ++r) {
+    Generator replica_init(c.seed);
+    auto m = std::make_shared<nn::Transformer>(model.options(), replica_init);
+    m->train();
+    replica_models.push_back(m.get());
+    replica_dropout.push_back(&m->dropout_generator());
+    extra_models.push_back(m);
+  }
+  ThreadReplicas replicas(*opt, extra_models, replica_dropout);
+  if (n_replicas > 1)
+    spdlog::info("{} model replicas, one per thread, each train a shard of every batch (--replicas)",
+                 n_replicas);
   const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
                                              std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
@@ -656,11 +685,28 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     }
     double step_loss = 0;
     for (const data::Batch& b : batches) {
-      const Var loss = cross_entropy(model.forward(b.src, b.tgt_in), b.tgt_out, c.label_smoothing, data::kPadId);
-      const double w = double(b.tgt_tokens) / double(std::max<int64_t>(tokens, 1));
-      step_loss += loss.item() * w;
-      (w == 1.0 ? loss : loss * w).backward();
+      if (replicas.size() == 1) {
+        const Var loss = cross_entropy(model.forward(b.src, b.tgt_in), b.tgt_out, c.label_smoothing, data::kPadId);
+        const double w = double(b.tgt_tokens) / double(std::max<int64_t>(tokens, 1));
+        step_loss += loss.item() * w;
+        (w == 1.0 ? loss : loss * w).backward();
+        continue;
+      }
+      // Each replica trains a shard of the batch's sentences, weighted by its share of the
+      // tokens, into its own gradient buffer.
+      std::vector<double> losses(size_t(replicas.size()), 0.0);
+      replicas.run(b.src.size(0), [&](int r, int64_t b0, int64_t b1) {
+        const Tensor out = b.tgt_out.narrow(0, b0, b1 - b0);
+        const double w = double(count_tokens(out)) / double(std::max<int64_t>(tokens, 1));
+        const Var loss = cross_entropy(
+            replica_models[size_t(r)]->forward(b.src.narrow(0, b0, b1 - b0), b.tgt_in.narrow(0, b0, b1 - b0)),
+            out, c.label_smoothing, data::kPadId);
+        losses[size_t(r)] = loss.item() * w;
+        loss.backward(Tensor::full(loss.shape(), w));
+      });
+      for (double l : losses) step_loss += l;
     }
+    replicas.reduce_into(*opt);
     if (ranks > 1) {
       // The flat gradient buffer summed in place, after the backward pass, in buckets of 16 MiB
       // (ProcessGroup::sum says why). Overlapping buckets with the backward pass would need to

@@ -24,6 +24,22 @@ Tensor fill_hashed(const Generator& g, uint64_t first, const Shape& shape, DType
 }
 }  // namespace
 
+void Generator::set_shard(int64_t begin, int64_t rows, int64_t total) {
+  ROSETTA_CHECK(begin >= 0 && rows > 0 && begin + rows <= total, "Generator::set_shard: rows [",
+                begin, ", ", begin + rows, ") outside [0, ", total, ")");
+  shard_begin_ = uint64_t(begin);
+  shard_rows_ = uint64_t(rows);
+  shard_total_ = uint64_t(total);
+}
+
+uint64_t Generator::take_shard(uint64_t n) {
+  ROSETTA_CHECK(n % shard_rows_ == 0, "Generator: a draw of ", n, " values does not split into the ",
+                shard_rows_, " rows of this shard");
+  const uint64_t per_row = n / shard_rows_, first = counter_ + per_row * shard_begin_;
+  counter_ += per_row * shard_total_;
+  return first;
+}
+
 Tensor Generator::uniform(const Shape& shape, double lo, double hi, DType dt) {
   ROSETTA_CHECK(lo <= hi, "uniform: lo ", lo, " > hi ", hi);
   const uint64_t first = take(uint64_t(shape.numel()));

@@ -356,3 +356,35 @@ TEST_CASE("two fresh runs with the same seed at --threads 2 have the same losses
   REQUIRE(runs[0].size() == 60);
   REQUIRE(runs[0] == runs[1]);
 }
+
+// Model replicas (apps/replicas.h) train shards of every batch with the dropout masks of the
+// whole batch: two replicas follow one to float rounding (summation order), and a run on two
+// replicas resumes bit for bit.
+TEST_CASE("a run on two model replicas follows the one-replica run and resumes bit for bit", "[faults][replicas]") {
+  TempDir work("replicas");
+  const std::string common = std::string(kFlags) + " --save-every 10 --validate-every 40";
+  const RunResult one = run_rosetta("train " + common + " --max-steps 40 --threads 1 --replicas 1 --out " + (work / "one"));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const RunResult two = run_rosetta("train " + common + " --max-steps 40 --threads 2 --replicas 2 --out " + (work / "two"));
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  REQUIRE_THAT(two.output, Catch::Contains("2 model replicas"));
+  const auto a = train_losses(work / "one/metrics.jsonl"), b = train_losses(work / "two/metrics.jsonl");
+  REQUIRE(a.size() == 40);
+  REQUIRE(b.size() == 40);
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("step " << a[i].first);
+    REQUIRE(b[i].first == a[i].first);
+    REQUIRE_THAT(b[i].second, Catch::Matchers::WithinRel(a[i].second, 1e-5));  // other masks: ~1e-2
+  }
+
+  const std::string dir = work / "stopped";
+  const RunResult first = run_rosetta("train " + common + " --threads 2 --replicas 2 --max-steps 20 --out " + dir);
+  INFO(first.output);
+  REQUIRE(first.exit_code == 0);
+  const RunResult rest = run_rosetta("train --resume " + dir + " --max-steps 40");
+  INFO(rest.output);
+  REQUIRE(rest.exit_code == 0);
+  REQUIRE(train_losses(dir + "/metrics.jsonl") == b);
+}

@@ -1,5 +1,6 @@
 // Data parallelism across threads (apps/replicas.h): shards of a batch on tied replicas give
-// the gradient of the whole batch, and the optimizer's step moves every replica.
+// the gradient of the whole batch, dropout masks included, and the optimizer's step moves every
+// replica.
 #include <cmath>
 
 #include "replicas.h"
@@ -23,7 +24,7 @@ nn::TransformerOptions tiny_options() {
       .ff(32)
       .encoder_layers(1)
       .decoder_layers(2)
-      .dropout(0)
+      .dropout(0.3)
       .max_len(16);
 }
 
@@ -47,26 +48,33 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
     return double(k);
   };
 
-  // The reference: the whole batch on one model.
+  // The reference: the whole batch on one model, dropout included.
+  model.train();
+  Generator& dropout = model.dropout_generator();
+  const uint64_t seed = dropout.seed(), counter = dropout.counter();
   opt.zero_grad();
   cross_entropy(model.forward(src, tgt_in), tgt_out, 0.1, 0).backward();
   const Tensor whole = opt.flat_grads().clone();
+  const uint64_t counter_after = dropout.counter();
+  dropout.set_state(seed, counter);
 
   std::vector<std::shared_ptr<nn::Module>> extra;
   std::vector<const nn::Transformer*> models{&model};
+  std::vector<Generator*> gens{&dropout};
   for (int r = 1; r < n; ++r) {
-    Generator rg(uint64_t(100 + r));  // other initial weights: must be replaced by the model's
+    // Other initial weights and dropout seed: both must give way to the model's.
+    Generator rg(uint64_t(100 + r));
     auto m = std::make_shared<nn::Transformer>(tiny_options(), rg);
+    m->train();
     models.push_back(m.get());
+    gens.push_back(&m->dropout_generator());
     extra.push_back(m);
   }
-  ThreadReplicas replicas(opt, extra);
+  ThreadReplicas replicas(opt, extra, gens);
   REQUIRE(replicas.size() == n);
   opt.zero_grad();
-  replicas.zero_grad();
   const double total = tokens(tgt_out);
-  replicas.run([&](int r) {
-    const int64_t b0 = B * r / n, b1 = B * (r + 1) / n;
+  replicas.run(B, [&](int r, int64_t b0, int64_t b1) {
     const Tensor out = tgt_out.narrow(0, b0, b1 - b0).contiguous();
     const Var loss = cross_entropy(
         models[size_t(r)]->forward(src.narrow(0, b0, b1 - b0).contiguous(),
@@ -76,6 +84,7 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
   });
   replicas.reduce_into(opt);
   REQUIRE_THAT(opt.flat_grads(), AllClose(whole, 1e-5, 1e-6));
+  REQUIRE(dropout.counter() == counter_after);  // the model's stream moved past the whole batch
 
   // One step moves every replica: their weights are the model's storage.
   opt.step();
@@ -91,7 +100,7 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
 
   // A replica's exception reaches the caller, after every replica has finished.
   std::vector<int> ran(size_t(n), 0);
-  REQUIRE_THROWS_WITH(replicas.run([&](int r) {
+  REQUIRE_THROWS_WITH(replicas.run(B, [&](int r, int64_t, int64_t) {
                         ran[size_t(r)] = 1;
                         if (r == n - 1) ROSETTA_FAIL("replica ", r, " failed");
                       }),

@@ -198,6 +198,23 @@ TEST_CASE("generator distributions have the right moments", "[core]") {
   for (int32_t x : ri) REQUIRE((x >= 3 && x < 7));
 }
 
+TEST_CASE("a generator's shard draws its rows of the whole draw", "[core]") {
+  Generator whole(9);
+  whole.reserve(5);  // mid-stream
+  const Generator start = whole;
+  const Tensor a = whole.uniform({7, 3, 2}), b = whole.dropout_mask({7, 4}, 0.5);
+  for (auto [begin, rows] : {std::pair<int64_t, int64_t>{0, 3}, {3, 4}, {6, 1}}) {
+    Generator shard = start;
+    shard.set_shard(begin, rows, 7);
+    REQUIRE_THAT(shard.uniform({rows, 3, 2}), AllClose(a.narrow(0, begin, rows), 0, 0));
+    REQUIRE_THAT(shard.dropout_mask({rows, 4}, 0.5), AllClose(b.narrow(0, begin, rows), 0, 0));
+    REQUIRE(shard.counter() == whole.counter());
+    if (rows > 1) REQUIRE_THROWS_WITH(shard.uniform({rows + 1}), Catch::Contains("does not split"));
+    shard.clear_shard();
+  }
+  REQUIRE_THROWS_WITH(Generator().set_shard(5, 3, 7), Catch::Contains("outside [0, 7)"));
+}
+
 TEST_CASE("draws do not depend on the thread count", "[core]") {
   const int threads = get_num_threads();
   set_num_threads(1);

@@ -37,6 +37,13 @@ class Generator {
   // Reserves n counter values (for a kernel that draws them itself) and returns the first.
   uint64_t reserve(uint64_t n) { return take(n); }
 
+  // Makes every tensor draw (not the single draws below) the rows [begin, begin + rows) of the
+  // same draw over `total` rows along the leading axis: model replicas that train shards of a
+  // batch (apps/replicas.h) then see the dropout masks of the whole batch, and their counters
+  // all end where the whole batch's would. Throws if a draw's size is not a multiple of `rows`.
+  void set_shard(int64_t begin, int64_t rows, int64_t total);
+  void clear_shard() { shard_total_ = 0; }
+
   // Single draws, for shuffling and sampling.
   uint64_t next_u64() { return hash(counter_++); }
   double next_double() { return to_unit(next_u64()); }  // [0, 1)
@@ -53,12 +60,15 @@ class Generator {
  private:
   // Reserves n counter values and returns the first.
   uint64_t take(uint64_t n) {
+    if (shard_total_ > 0) return take_shard(n);
     const uint64_t c = counter_;
     counter_ += n;
     return c;
   }
+  uint64_t take_shard(uint64_t n);
   uint64_t seed_;
   uint64_t counter_ = 0;
+  uint64_t shard_begin_ = 0, shard_rows_ = 0, shard_total_ = 0;  // total 0: no shard
 };
 
 }  // namespace rosetta
