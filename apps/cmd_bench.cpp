@@ -107,6 +107,8 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
 
   // The batch in one shard per replica (the whole batch when there is one).
+  ROSETTA_CHECK(a.replicas <= get_num_threads(), "--replicas ", a.replicas, " exceeds --threads ",
+                get_num_threads(), " (one replica per thread)");
   const int n = a.replicas > 0 ? int(std::min<int64_t>(a.replicas, p.batch))
                                : ThreadReplicas::auto_count(get_num_threads(),
                                                             p.batch * p.tgt_len, p.d);

@@ -536,6 +536,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
+  ROSETTA_CHECK(c.replicas <= get_num_threads(), "--replicas ", c.replicas, " exceeds the ",
+                get_num_threads(), " threads of this process (one replica per thread; see --threads)");
   if (root) check_run_dir(run, resuming, restart);
 
   // The data first: a run that fails on it leaves nothing behind.

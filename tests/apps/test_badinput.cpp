@@ -383,6 +383,12 @@ TEST_CASE("bad input: a config with a negative size", "[badinput]") {
   require_bad_config("copy-train-size=-5\n", {"--copy-train-size must be positive, got -5"});
 }
 
+TEST_CASE("bad input: more model replicas than threads", "[badinput]") {
+  require_bad_config("threads=2\nreplicas=3\n",
+                     {"--replicas 3 exceeds the 2 threads of this process (one replica per thread; see --threads)"});
+  require_bad_config("replicas=-1\n", {"--replicas must not be negative, got -1"});
+}
+
 TEST_CASE("bad input: a config with d_model not divisible by heads", "[badinput]") {
   require_bad_config("d-model=30\nheads=4\n", {"--d-model 30 is not divisible by --heads 4"});
 }
