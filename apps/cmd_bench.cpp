@@ -212,14 +212,14 @@ void register_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "training or decoding throughput on fixed benchmark shapes");
   cmd->add_option("--preset", a->preset, "tiny, small or base (as torch_reference.py)")
       ->check(CLI::IsMember({"tiny", "small", "base"}));
-  cmd->add_option("--threads", a->threads, "threads")->check(CLI::PositiveNumber);
-  cmd->add_option("--steps", a->steps, "timed steps (median reported)")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", a->warmup, "untimed warm-up steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "threads")->check(CLI::Range(1, 1024));
+  cmd->add_option("--steps", a->steps, "timed steps (median reported)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--warmup", a->warmup, "untimed warm-up steps")->check(CLI::Range(0, 1000000));
   cmd->add_option("--replicas", a->replicas,
                   "model replicas, one per thread, each training on a shard of the batch "
-                  "(default: one per thread for models whose GEMMs are too small for BLAS's "
-                  "threads, else 1)")
-      ->check(CLI::PositiveNumber);
+                  "(0, the default: one per thread for models whose GEMMs are too small for "
+                  "BLAS's threads, else 1)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
   cmd->callback([a] {
     set_num_threads(a->threads);

@@ -98,9 +98,9 @@ void register_eval(CLI::App& app) {
   eval->add_option("--checkpoint", e->checkpoint, "best or last")->check(CLI::IsMember({"best", "last"}));
   eval->add_option("--beam", e->beam, "beam size")->check(CLI::Range(1, 64));
   eval->add_option("--length-penalty", e->length_penalty, "score = log-prob / length^A");
-  eval->add_option("--batch-tokens", e->batch_tokens, "source tokens per batch")->check(CLI::PositiveNumber);
+  eval->add_option("--batch-tokens", e->batch_tokens, "source tokens per batch")->check(CLI::Range(1, 1 << 24));
   eval->add_option("--output", e->output, "also write the translations to this file");
-  eval->add_option("--threads", e->threads, "threads (0: default)")->check(CLI::NonNegativeNumber);
+  eval->add_option("--threads", e->threads, "threads (0: default)")->check(CLI::Range(0, 1024));
   eval->add_flag("--json", e->json, "machine-readable output");
   eval->callback([e] {
     ROSETTA_CHECK(!e->test.empty() || !e->src.empty(), "give --test FILE.tsv or --src FILE --ref FILE");

@@ -75,9 +75,9 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--length-penalty", a->length_penalty, "score = log-prob / length^A");
   cmd->add_option("--n-best", a->n_best, "print the N best as 'line ||| translation ||| score'")
       ->check(CLI::Range(0, 64));
-  cmd->add_option("--batch-tokens", a->batch_tokens, "source tokens per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-tokens", a->batch_tokens, "source tokens per batch")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--attention", a->attention, "write the first sentence's cross-attention heatmap (SVG)");
-  cmd->add_option("--threads", a->threads, "threads (0: default)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "threads (0: default)")->check(CLI::Range(0, 1024));
   cmd->callback([a] { run(*a); });
 }
 
