@@ -89,7 +89,7 @@ nn::TransformerOptions model_options(const Preset& p, double dropout) {
 
 struct BenchArgs {
   std::string preset = "small";
-  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::auto_count
+  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::count picks
   bool decode = false, profile_allocs = false;
 };
 
@@ -107,23 +107,8 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
 
   // The batch in one shard per replica (the whole batch when there is one).
-  ROSETTA_CHECK(a.replicas <= get_num_threads(), "--replicas ", a.replicas, " exceeds --threads ",
-                get_num_threads(), " (one replica per thread)");
-  const int n = a.replicas > 0 ? int(std::min<int64_t>(a.replicas, p.batch))
-                               : ThreadReplicas::auto_count(get_num_threads(),
-                                                            p.batch * p.tgt_len, p.d);
-  std::vector<std::shared_ptr<nn::Module>> extra;
-  std::vector<const nn::Transformer*> models{&model};
-  std::vector<Generator*> dropout{&model.dropout_generator()};
-  for (int r = 1; r < n; ++r) {
-    Generator rg{uint64_t(r)};  // the weights and dropout stream are replica 0's
-    auto m = std::make_shared<nn::Transformer>(model_options(p, 0.1), rg);
-    m->train();
-    models.push_back(m.get());
-    dropout.push_back(&m->dropout_generator());
-    extra.push_back(m);
-  }
-  ThreadReplicas replicas(opt, extra, dropout);
+  const int n = ThreadReplicas::count(a.replicas, get_num_threads(), p.batch * p.tgt_len, p.d);
+  ThreadReplicas replicas(model, opt, n);
   const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
   const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
 
@@ -139,7 +124,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
       // Equal lengths: a shard's share of the batch's tokens is its share of the rows.
       const double w = double(b1 - b0) / double(p.batch);
       const Var loss = cross_entropy(
-          models[size_t(r)]->forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0)),
+          replicas.model(r).forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0)),
           tgt_out.narrow(0, b0, b1 - b0), 0.1, 0);
       loss.backward(Tensor::full(loss.shape(), w));
       losses[size_t(r)] = loss.item() * w;

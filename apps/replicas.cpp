@@ -9,14 +9,13 @@
 
 namespace rosetta::cli {
 
-ThreadReplicas::ThreadReplicas(const optim::Optimizer& opt,
-                               std::vector<std::shared_ptr<nn::Module>> extra,
-                               std::vector<Generator*> dropout)
-    : extra_(std::move(extra)), dropout_(std::move(dropout)) {
-  ROSETTA_CHECK(dropout_.size() == extra_.size() + 1, "replicas: ", dropout_.size(),
-                " dropout generators for ", extra_.size() + 1, " replicas");
+ThreadReplicas::ThreadReplicas(nn::Transformer& model, const optim::Optimizer& opt, int n)
+    : model_(model) {
   const std::vector<Var>& primary = opt.params();
-  for (const auto& m : extra_) {
+  for (int r = 1; r < n; ++r) {
+    Generator init{uint64_t(r)};  // its weights and dropout state give way to the model's
+    auto m = std::make_unique<nn::Transformer>(model.options(), init);
+    m->train();
     std::vector<Var> params = m->parameters();
     ROSETTA_CHECK(params.size() == primary.size(), "replicas: a replica has ", params.size(),
                   " parameters, the optimizer ", primary.size());
@@ -32,6 +31,7 @@ ThreadReplicas::ThreadReplicas(const optim::Optimizer& opt,
       p.bind_grad_buffer(flat.narrow(0, at, p.numel()).view(p.shape()));
       at += p.numel();
     }
+    extra_.push_back(std::move(m));
     grads_.push_back(flat);
   }
 }
@@ -39,11 +39,11 @@ ThreadReplicas::ThreadReplicas(const optim::Optimizer& opt,
 void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f) {
   const int n = int(std::min<int64_t>(size(), std::max<int64_t>(rows, 1)));
   if (n == 1) return f(0, 0, rows);
-  Generator& model_gen = *dropout_[0];
+  Generator& model_gen = dropout(0);
   const uint64_t seed = model_gen.seed(), counter = model_gen.counter();
   for (int r = 0; r < n; ++r) {
-    dropout_[size_t(r)]->set_state(seed, counter);
-    dropout_[size_t(r)]->set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
+    dropout(r).set_state(seed, counter);
+    dropout(r).set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
   }
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
 #pragma omp parallel num_threads(n)
@@ -55,13 +55,13 @@ void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, in
       errors[size_t(r)] = std::current_exception();
     }
   }
-  for (int r = 0; r < n; ++r) dropout_[size_t(r)]->clear_shard();
+  for (int r = 0; r < n; ++r) dropout(r).clear_shard();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   // Every shard drew its rows of the same draws: all counters end where the model's is.
   for (int r = 1; r < n; ++r)
-    ROSETTA_CHECK(dropout_[size_t(r)]->counter() == model_gen.counter(), "replicas: replica ", r,
-                  " drew ", dropout_[size_t(r)]->counter() - counter, " random values, replica 0 ",
+    ROSETTA_CHECK(dropout(r).counter() == model_gen.counter(), "replicas: replica ", r, " drew ",
+                  dropout(r).counter() - counter, " random values, replica 0 ",
                   model_gen.counter() - counter);
 }
 
@@ -73,7 +73,10 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   }
 }
 
-int ThreadReplicas::auto_count(int threads, int64_t rows, int64_t dim) {
+int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim) {
+  ROSETTA_CHECK(requested <= threads, "--replicas ", requested, " exceeds the ", threads,
+                " threads of this process (one replica per thread; see --threads)");
+  if (requested > 0) return requested;
   // bench/MACHINE.md: two BLAS threads gain 1.5x over one at 2048 x 256 x 256 and nothing at
   // 512 x 64 x 64. Replicas paid off while a whole batch's projection had fewer than 2^28
   // multiply-adds (2 threads: bench tiny 1.7x, small 1.1x, base none; the default translator,

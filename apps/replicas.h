@@ -16,22 +16,21 @@
 #include <memory>
 #include <vector>
 
-#include "rosetta/core/random.h"
-#include "rosetta/nn/module.h"
+#include "rosetta/nn/transformer.h"
 #include "rosetta/optim/optimizer.h"
 
 namespace rosetta::cli {
 
 class ThreadReplicas {
  public:
-  // `extra` holds the models for replicas 1..n-1 (same parameter names and shapes as the
-  // optimizer's parameters, in the same order); their values are overwritten with the
-  // optimizer's and tied to them. `dropout[r]` is replica r's dropout generator (0: the
-  // model's, whose state is the one that counts: it is what checkpoints save).
-  ThreadReplicas(const optim::Optimizer& opt, std::vector<std::shared_ptr<nn::Module>> extra,
-                 std::vector<Generator*> dropout);
+  // Replicas of `model`, whose parameters `opt` was built on: replica 0 is `model` itself, the
+  // n-1 others are built with its options and tied to the optimizer's values. The state of the
+  // model's dropout generator is the one that counts (checkpoints save it); the replicas'
+  // generators are set from it at every run().
+  ThreadReplicas(nn::Transformer& model, const optim::Optimizer& opt, int n);
 
   int size() const { return int(extra_.size()) + 1; }
+  const nn::Transformer& model(int r) const { return r == 0 ? model_ : *extra_[size_t(r - 1)]; }
 
   // Splits a batch of `rows` rows (sentences) into one shard per replica and runs
   // f(r, begin, end) for replica r on rows [begin, end), all at once, one thread each (BLAS
@@ -45,14 +44,19 @@ class ThreadReplicas {
   // zeroes theirs for the next step.
   void reduce_into(const optim::Optimizer& opt);
 
-  // How many replicas to use on `threads` threads for batches of `rows` tokens through
-  // dim x dim projections: one per thread while such a GEMM is too small for BLAS's own
-  // threads to pay off, else 1.
-  static int auto_count(int threads, int64_t rows, int64_t dim);
+  // The number of replicas for `--replicas requested` on `threads` threads, for batches of
+  // `rows` tokens through dim x dim projections. 0 picks one per thread while such a GEMM is
+  // too small for BLAS's own threads to pay off, else 1. Throws when `requested` exceeds
+  // `threads`.
+  static int count(int requested, int threads, int64_t rows, int64_t dim);
 
  private:
-  std::vector<std::shared_ptr<nn::Module>> extra_;
-  std::vector<Generator*> dropout_;
+  Generator& dropout(int r) {
+    return r == 0 ? model_.dropout_generator() : extra_[size_t(r - 1)]->dropout_generator();
+  }
+
+  nn::Transformer& model_;
+  std::vector<std::unique_ptr<nn::Transformer>> extra_;
   std::vector<Tensor> grads_;  // [N] per extra replica
 };
 

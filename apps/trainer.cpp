@@ -536,8 +536,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
-  ROSETTA_CHECK(c.replicas <= get_num_threads(), "--replicas ", c.replicas, " exceeds the ",
-                get_num_threads(), " threads of this process (one replica per thread; see --threads)");
+  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.d_model);
   if (root) check_run_dir(run, resuming, restart);
 
   // The data first: a run that fails on it leaves nothing behind.
@@ -572,20 +571,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   auto opt = make_optimizer(c, model.parameters());
   // Replicas 1..n-1, tied to the model's weights (apps/replicas.h); their weights follow the
   // model's through resume and broadcast below, since both write the shared values in place.
-  const int n_replicas = c.replicas > 0 ? c.replicas
-                                        : ThreadReplicas::auto_count(get_num_threads(), c.max_tokens, c.d_model);
-  std::vector<std::shared_ptr<nn::Module>> extra_models;
-  std::vector<const nn::Transformer*> replica_models{&model};
-  std::vector<Generator*> replica_dropout{&dropout};
-  for (int r = 1; r < n_replicas; ++r) {
-    Generator replica_init(c.seed);
-    auto m = std::make_shared<nn::Transformer>(model.options(), replica_init);
-    m->train();
-    replica_models.push_back(m.get());
-    replica_dropout.push_back(&m->dropout_generator());
-    extra_models.push_back(m);
-  }
-  ThreadReplicas replicas(*opt, extra_models, replica_dropout);
+  ThreadReplicas replicas(model, *opt, n_replicas);
   if (n_replicas > 1)
     spdlog::info("{} model replicas, one per thread, each train a shard of every batch (--replicas)",
                  n_replicas);
@@ -687,21 +673,14 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     }
     double step_loss = 0;
     for (const data::Batch& b : batches) {
-      if (replicas.size() == 1) {
-        const Var loss = cross_entropy(model.forward(b.src, b.tgt_in), b.tgt_out, c.label_smoothing, data::kPadId);
-        const double w = double(b.tgt_tokens) / double(std::max<int64_t>(tokens, 1));
-        step_loss += loss.item() * w;
-        (w == 1.0 ? loss : loss * w).backward();
-        continue;
-      }
-      // Each replica trains a shard of the batch's sentences, weighted by its share of the
-      // tokens, into its own gradient buffer.
+      // Each replica trains a shard of the batch's sentences (one replica: the whole batch),
+      // weighted by its share of the global batch's tokens, into its own gradient buffer.
       std::vector<double> losses(size_t(replicas.size()), 0.0);
       replicas.run(b.src.size(0), [&](int r, int64_t b0, int64_t b1) {
         const Tensor out = b.tgt_out.narrow(0, b0, b1 - b0);
         const double w = double(count_tokens(out)) / double(std::max<int64_t>(tokens, 1));
         const Var loss = cross_entropy(
-            replica_models[size_t(r)]->forward(b.src.narrow(0, b0, b1 - b0), b.tgt_in.narrow(0, b0, b1 - b0)),
+            replicas.model(r).forward(b.src.narrow(0, b0, b1 - b0), b.tgt_in.narrow(0, b0, b1 - b0)),
             out, c.label_smoothing, data::kPadId);
         losses[size_t(r)] = loss.item() * w;
         loss.backward(Tensor::full(loss.shape(), w));

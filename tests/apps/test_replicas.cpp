@@ -58,27 +58,17 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
   const uint64_t counter_after = dropout.counter();
   dropout.set_state(seed, counter);
 
-  std::vector<std::shared_ptr<nn::Module>> extra;
-  std::vector<const nn::Transformer*> models{&model};
-  std::vector<Generator*> gens{&dropout};
-  for (int r = 1; r < n; ++r) {
-    // Other initial weights and dropout seed: both must give way to the model's.
-    Generator rg(uint64_t(100 + r));
-    auto m = std::make_shared<nn::Transformer>(tiny_options(), rg);
-    m->train();
-    models.push_back(m.get());
-    gens.push_back(&m->dropout_generator());
-    extra.push_back(m);
-  }
-  ThreadReplicas replicas(opt, extra, gens);
+  // The replicas are built with other initial weights and dropout seeds: both must give way
+  // to the model's.
+  ThreadReplicas replicas(model, opt, n);
   REQUIRE(replicas.size() == n);
   opt.zero_grad();
   const double total = tokens(tgt_out);
   replicas.run(B, [&](int r, int64_t b0, int64_t b1) {
     const Tensor out = tgt_out.narrow(0, b0, b1 - b0).contiguous();
     const Var loss = cross_entropy(
-        models[size_t(r)]->forward(src.narrow(0, b0, b1 - b0).contiguous(),
-                                   tgt_in.narrow(0, b0, b1 - b0).contiguous()),
+        replicas.model(r).forward(src.narrow(0, b0, b1 - b0).contiguous(),
+                                  tgt_in.narrow(0, b0, b1 - b0).contiguous()),
         out, 0.1, 0);
     loss.backward(Tensor::full(loss.shape(), tokens(out) / total));
   });
@@ -89,8 +79,8 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
   // One step moves every replica: their weights are the model's storage.
   opt.step();
   const auto mine = model.named_parameters();
-  for (const nn::Transformer* m : models) {
-    const auto theirs = m->named_parameters();
+  for (int r = 0; r < n; ++r) {
+    const auto theirs = replicas.model(r).named_parameters();
     REQUIRE(theirs.size() == mine.size());
     for (size_t i = 0; i < mine.size(); ++i) {
       REQUIRE(theirs[i].first == mine[i].first);
@@ -109,9 +99,13 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
 }
 
 TEST_CASE("replicas are used when BLAS threads cannot pay off", "[replicas]") {
-  REQUIRE(ThreadReplicas::auto_count(1, 512, 64) == 1);
-  REQUIRE(ThreadReplicas::auto_count(2, 512, 64) == 2);     // bench tiny
-  REQUIRE(ThreadReplicas::auto_count(2, 2048, 256) == 2);   // bench small
-  REQUIRE(ThreadReplicas::auto_count(2, 1024, 512) == 1);   // bench base: GEMM-bound
-  REQUIRE(ThreadReplicas::auto_count(4, 3, 64) == 1);       // fewer rows than threads
+  REQUIRE(ThreadReplicas::count(0, 1, 512, 64) == 1);
+  REQUIRE(ThreadReplicas::count(0, 2, 512, 64) == 2);     // bench tiny
+  REQUIRE(ThreadReplicas::count(0, 2, 2048, 256) == 2);   // bench small
+  REQUIRE(ThreadReplicas::count(0, 2, 1024, 512) == 1);   // bench base: GEMM-bound
+  REQUIRE(ThreadReplicas::count(0, 4, 3, 64) == 1);       // fewer rows than threads
+  REQUIRE(ThreadReplicas::count(1, 2, 512, 64) == 1);     // asked for: as asked
+  REQUIRE(ThreadReplicas::count(2, 2, 1024, 512) == 2);
+  REQUIRE_THROWS_WITH(ThreadReplicas::count(3, 2, 512, 64),
+                      Catch::Contains("--replicas 3 exceeds the 2 threads of this process"));
 }
