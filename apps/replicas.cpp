@@ -66,11 +66,30 @@ void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, in
 }
 
 void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
+  if (grads_.empty()) return;
   Tensor total = opt.flat_grads();  // a handle on the optimizer's buffer, written in place
-  for (Tensor& g : grads_) {
-    add_(total, g);
-    g.zero_();
+  ROSETTA_CHECK(total.dtype() == DType::f32 && total.is_contiguous(),
+                "replicas: the optimizer's gradients must be a contiguous F32 buffer");
+  // One pass over the buffers, split across the threads: each thread adds and clears its own
+  // chunk of every replica's buffer (an add_ then a zero_ per replica took ~2.5x longer on tiny).
+  float* t = total.data<float>();
+  const int64_t n = total.numel();
+  const int threads = std::max(1, std::min(size(), omp_get_max_threads()));
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nt = omp_get_num_threads(), i = omp_get_thread_num();
+    const int64_t b = n * i / nt, e = n * (i + 1) / nt;
+    for (Tensor& g : grads_) {
+      float* pg = g.data<float>();
+#pragma omp simd
+      for (int64_t j = b; j < e; ++j) {
+        t[j] += pg[j];
+        pg[j] = 0.0f;
+      }
+    }
   }
+  total.bump_version();
+  for (Tensor& g : grads_) g.bump_version();
 }
 
 int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim) {

@@ -6,16 +6,42 @@
 namespace rosetta {
 
 namespace {
-// alpha * a @ b into a new tensor.
-Tensor mm(const Tensor& a, const Tensor& b, double alpha) {
-  if (alpha == 1.0) return matmul(a, b);
+// alpha * a @ b into `out`, or into out's transpose when that is the row-major one.
+void mm_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
+  if (out.strides().back() == 1 || out.shape().back() == 1) return matmul_into(out, a, b, alpha, 0.0);
+  Tensor t = out.transpose(-1, -2);  // (a b)^T = b^T a^T
+  matmul_into(t, b.transpose(-1, -2), a.transpose(-1, -2), alpha, 0.0);
+}
+
+Shape product_shape(const Tensor& a, const Tensor& b) {
   Shape s = broadcast_shapes(Shape(a.shape()).resize_copy(a.dim() - 2), Shape(b.shape()).resize_copy(b.dim() - 2));
   s.push_back(a.shape().back(-2));
   s.push_back(b.shape().back(-1));
-  Tensor out = Tensor::empty(s, a.dtype());
-  matmul_into(out, a, b, alpha, 0.0);
+  return s;
+}
+
+// alpha * a @ b into a new tensor, its axes in memory in `order` ({}: row-major).
+Tensor mm(const Tensor& a, const Tensor& b, double alpha, const std::vector<int>& order = {}) {
+  if (alpha == 1.0 && order.empty()) return matmul(a, b);
+  const Shape s = product_shape(a, b);
+  Tensor out = order.empty() ? Tensor::empty(s, a.dtype()) : Tensor::empty_permuted(s, order, a.dtype());
+  mm_into(out, a, b, alpha);
   return out;
 }
+
+// The gradient alpha * a @ b of `x`, an operand of shape x.shape(): laid out as x when x is a
+// dense view whose matrices are row- or column-major (a permuted or transposed view: its own
+// backward then turns the gradient back into a contiguous one without copying), summed over
+// the batch dims x was broadcast along.
+Tensor grad_like(const Tensor& x, const Tensor& a, const Tensor& b, double alpha) {
+  if (product_shape(a, b) != x.shape()) return sum_to(mm(a, b, alpha), x.shape());
+  Tensor out = Tensor::empty_like(x);
+  if (out.strides().back() != 1 && out.strides().back(-2) != 1) out = Tensor::empty(x.shape(), x.dtype());
+  mm_into(out, a, b, alpha);
+  return out;
+}
+
+Tensor rows(const Tensor& t) { return t.reshape({-1, t.shape().back()}); }
 
 // dst (input i's gradient) += alpha * a @ b, written straight into its buffer when it has one.
 void accumulate_matmul(Node& n, size_t i, const Tensor& a, const Tensor& b, double alpha = 1.0) {
@@ -23,27 +49,25 @@ void accumulate_matmul(Node& n, size_t i, const Tensor& a, const Tensor& b, doub
   if (buf.defined() && buf.dim() == 2) matmul_into(buf, a, b, alpha, 1.0);
   else n.accumulate(i, mm(a, b, alpha));
 }
-
-Tensor rows(const Tensor& t) { return t.reshape({-1, t.shape().back()}); }
 }  // namespace
 
 // y = alpha a @ b   =>  da += alpha dy @ b^T, db += alpha a^T @ dy (summed over broadcast
 // batch dims)
-Var matmul(const Var& a, const Var& b, double alpha) {
-  Var out(mm(a.data(), b.data(), alpha));
+Var matmul(const Var& a, const Var& b, double alpha, const std::vector<int>& memory_order) {
+  Var out(mm(a.data(), b.data(), alpha, memory_order));
   record(out, "matmul", {&a, &b},
          [sa = Saved(a.data()), sb = Saved(b.data()), alpha](const Tensor& dy, Node& n) {
            const Tensor& A = sa.get();
            const Tensor& B = sb.get();
            if (n.needs(0)) {
              if (A.dim() == 2 && dy.dim() == 2) accumulate_matmul(n, 0, dy, B.transpose(-1, -2), alpha);
-             else n.accumulate(0, sum_to(mm(dy, B.transpose(-1, -2), alpha), A.shape()));
+             else n.accumulate(0, grad_like(A, dy, B.transpose(-1, -2), alpha));
            }
            if (n.needs(1)) {
              if (B.dim() == 2)  // fold the batch of a into rows: one GEMM
                accumulate_matmul(n, 1, rows(A).transpose(0, 1), rows(dy), alpha);
              else
-               n.accumulate(1, sum_to(mm(A.transpose(-1, -2), dy, alpha), B.shape()));
+               n.accumulate(1, grad_like(B, A.transpose(-1, -2), dy, alpha));
            }
          });
   return out;

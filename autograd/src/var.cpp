@@ -85,11 +85,12 @@ void accumulate_into(AutogradMeta& v, const Tensor& g) {
                 " does not match its variable ", v.shape);
   if (!v.grad.defined()) {
     // An intermediate's gradient is only read, by its own node's backward: take the tensor
-    // even when its storage is shared (a view of the upstream gradient, a sibling's gradient),
-    // copying only to make it contiguous. A leaf's gradient is handed to the user and the
-    // optimizer, who write into it: it gets storage of its own.
-    const bool own = g.storage().use_count() == 1 || v.grad_fn;
-    v.grad = own && g.is_contiguous() ? g : g.clone();
+    // even when its storage is shared (a view of the upstream gradient, a sibling's gradient)
+    // or permuted (the way back through a permute or transpose), copying only when it has gaps
+    // or overlaps (an expanded view). A leaf's gradient is handed to the user and the
+    // optimizer, who write into it: it gets contiguous storage of its own.
+    if (v.grad_fn) v.grad = g.is_dense() ? g : g.contiguous();
+    else v.grad = g.storage().use_count() == 1 && g.is_contiguous() ? g : g.clone();
     return;
   }
   // In place only into storage nobody else holds; a shared gradient is replaced by the sum.

@@ -88,15 +88,23 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  ROSETTA_CHECK(out.shape() == out_shape && out.is_contiguous(), "matmul_into: output ",
-                out.shape(), " must be a contiguous ", out_shape);
+  ROSETTA_CHECK(out.shape() == out_shape, "matmul_into: output ", out.shape(), " must be ",
+                out_shape);
   if (out.numel() == 0) return;
+  // Any batch strides (a permuted view, e.g. attention heads written straight into [B, T, H, Dh]),
+  // but each matrix row-major, as BLAS writes it.
+  const MatLayout lc = layout_of(out);
+  ROSETTA_CHECK(lc.ok && lc.trans == CblasNoTrans, "matmul_into: output of shape ", out.shape(),
+                " and strides ", out.strides(), " does not hold row-major matrices");
 
-  Tensor a = a_in, b = b_in;
-  // A batched `a` times a plain matrix `b` is one tall GEMM when a's rows are evenly spaced.
+  Tensor a = a_in, b = b_in, c = out;
+  // A batched `a` times a plain matrix `b` is one tall GEMM when a's and the output's rows are
+  // evenly spaced.
   if (b.dim() == 2 && a.dim() > 2 && a.strides().back(-1) == 1) {
     try {
-      a = a.view({-1, K});
+      const Tensor a2 = a.view({-1, K}), c2 = out.view({-1, N});
+      a = a2;
+      c = c2;
     } catch (const Error&) {
     }
   }
@@ -106,15 +114,17 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
 
   dispatch_float(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* pc = out.data<T>();
+    T* pc = c.data<T>();
     if (a.dim() == 2 && b.dim() == 2) {  // single GEMM (possibly folded batch)
       gemm(la.trans, lb.trans, a.shape()[0], N, K, alpha, a.data<T>(), la.ld, b.data<T>(), lb.ld,
-           beta, pc, N);
+           beta, pc, layout_of(c).ld);
       return;
     }
     const Shape bsa = a.dim() > 2 ? batch_shape(a) : Shape{}, bsb = batch_shape(b);
-    // Batch strides of a and b broadcast to the output batch (0 where broadcast).
-    Shape sa, sb;
+    // Batch strides of a and b broadcast to the output batch (0 where broadcast), and the
+    // output's own.
+    Shape sa, sb, sc = c.strides();
+    sc.resize(sc.size() - 2);
     {
       Shape ea = a.strides(), eb = b.strides();
       ea.resize(ea.size() - 2);
@@ -130,15 +140,16 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
     const int64_t nb = batch.numel();
     const T *pa = a.data<T>(), *pb = b.data<T>();
     auto one = [&](int64_t i) {
-      int64_t rem = i, oa = 0, ob = 0;
+      int64_t rem = i, oa = 0, ob = 0, oc = 0;
       for (int d = batch.size() - 1; d >= 0; --d) {
         const int64_t k = rem % batch[d];
         rem /= batch[d];
         oa += k * sa[d];
         ob += k * sb[d];
+        oc += k * sc[d];
       }
-      gemm(la.trans, lb.trans, M, N, K, alpha, pa + oa, la.ld, pb + ob, lb.ld, beta,
-           pc + i * M * N, N);
+      gemm(la.trans, lb.trans, M, N, K, alpha, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + oc,
+           lc.ld);
     };
     if (M * N * K < kSmallGemm && nb > 1 && nb * M * N * K >= kParallelBatch) {
 #pragma omp parallel for schedule(static)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <sstream>
 
 #include "rosetta/core/ops.h"
@@ -87,6 +88,26 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
+Tensor Tensor::empty_permuted(const Shape& shape, const std::vector<int>& order, DType dtype) {
+  ROSETTA_CHECK(int(order.size()) == shape.size(), "empty_permuted: order of ", order.size(),
+                " axes for shape ", shape);
+  Shape stored;
+  std::vector<int> inverse(order.size(), -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int a = normalize_axis(order[i], shape.size());
+    ROSETTA_CHECK(inverse[size_t(a)] < 0, "empty_permuted: axis ", order[i], " repeated");
+    inverse[size_t(a)] = int(i);
+    stored.push_back(shape[a]);
+  }
+  return empty(stored, dtype).permute(inverse);
+}
+
+Tensor Tensor::empty_like(const Tensor& t) {
+  std::vector<int> order;
+  return t.is_dense(&order) ? empty_permuted(t.shape(), order, t.dtype())
+                            : empty(t.shape(), t.dtype());
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
@@ -128,6 +149,23 @@ template Tensor Tensor::from_vector(const std::vector<int32_t>&, const Shape&);
 // ---------------------------------------------------------------- properties
 
 int64_t Tensor::size(int axis) const { return shape_[normalize_axis(axis, dim())]; }
+
+bool Tensor::is_dense(std::vector<int>* order_out) const {
+  // Axes by decreasing stride; dense when each stride is the product of the sizes inside it
+  // (size-1 axes may sit anywhere).
+  std::vector<int> order(static_cast<size_t>(dim()));
+  for (int i = 0; i < dim(); ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return strides_[a] > strides_[b]; });
+  int64_t expected = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (shape_[*it] == 1) continue;
+    if (strides_[*it] != expected) return false;
+    expected *= shape_[*it];
+  }
+  if (order_out) *order_out = std::move(order);
+  return true;
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expect = 1;
@@ -322,6 +360,19 @@ Tensor Tensor::to(DType dtype) const {
 namespace {
 template <class To, class From>
 void copy_cast(const Tensor& dst, const Tensor& src) {
+  if constexpr (std::is_same_v<To, From>) {
+    // Rows contiguous on both sides (a permuted or broadcast view with its last axis intact,
+    // such as attention heads or a bias repeated over rows): one memcpy per row.
+    if (dst.dim() > 0 && dst.strides().back() == 1 && src.strides().back() == 1) {
+      To* d = dst.data<To>();
+      const From* s = src.data<From>();
+      detail::for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
+                              [&](auto off, auto, int64_t n) {
+                                std::memcpy(d + off[0], s + off[1], size_t(n) * sizeof(To));
+                              });
+      return;
+    }
+  }
   detail::for_each_strided2(dst.shape(), dst.data<To>(), dst.strides(), src.data<From>(),
                             src.strides(), [](To* d, const From* s) { *d = To(*s); });
 }
@@ -360,7 +411,7 @@ Tensor& Tensor::fill_(double value) {
     const T v = T(value);
     if (is_contiguous()) {
       T* p = data<T>();
-      std::fill(p, p + numel(), v);
+      detail::parallel_for(numel(), [p, v](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
     } else {
       detail::for_each_strided1(shape_, data<T>(), strides_, [v](T* d) { *d = v; });
     }

@@ -62,7 +62,8 @@ Var MultiHeadAttention::attend(const Var& q, const Var& k, const Var& v, const T
   const Var scores = matmul(q, transpose(k, -1, -2), 1.0 / std::sqrt(double(head_dim_)));
   Var probs = softmax(scores, mask);
   if (weights) *weights = probs.data();
-  Var ctx = matmul(dropout_->forward(probs), v);                        // [B, H, T, Dh]
+  // [B, H, T, Dh] laid out as [B, T, H, Dh]: merging the heads is a view, not a copy.
+  Var ctx = matmul(dropout_->forward(probs), v, 1.0, {0, 2, 1, 3});
   ctx = reshape(permute(ctx, {0, 2, 1, 3}), {B, T, heads_ * head_dim_});  // [B, T, D]
   return out_proj->forward(ctx);
 }

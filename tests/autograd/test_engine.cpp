@@ -116,6 +116,39 @@ TEST_CASE("views pass gradients on without copies; a leaf's gradient is its own"
   REQUIRE_THAT(go, AllClose(Tensor::full({16}, 5.0), 0, 0));
 }
 
+// Attention's way: heads are permuted views of a projection, their product is laid out so
+// that merging the heads is a view. Forward and backward then copy nothing: the operands'
+// gradients come in their views' memory order and leave through the views contiguous.
+TEST_CASE("permuted matmul operands and outputs take and give gradients without copies", "[autograd]") {
+  Generator g(3);
+  const int64_t B = 2, T = 8, H = 4, Dh = 16;
+  Var q_in(g.normal({B, T, H * Dh}), true), v_in(g.normal({B, T, H * Dh}), true);
+  Var q = permute(reshape(q_in * 1.0, {B, T, H, Dh}), {0, 2, 1, 3});
+  Var v = permute(reshape(v_in * 1.0, {B, T, H, Dh}), {0, 2, 1, 3});
+  Var scores = matmul(q, transpose(v, -1, -2));                         // [B, H, T, T]
+  Var ctx = matmul(scores, v, 1.0, {0, 2, 1, 3});                       // stored [B, T, H, Dh]
+  Var merged = reshape(permute(ctx, {0, 2, 1, 3}), {B, T, H * Dh});
+  REQUIRE(merged.data().same_storage(ctx.data()));
+  const Tensor upstream = g.normal({B, T, H * Dh});
+  const AllocatorStats before = allocator_stats();
+  merged.backward(upstream);
+  const AllocatorStats after = allocator_stats();
+  const int64_t allocations = int64_t(after.cache_hits + after.system_allocs) -
+                              int64_t(before.cache_hits + before.system_allocs);
+  INFO("allocations " << allocations);
+  // d scores, d q, d v twice (through scores and through ctx) and the two leaves' gradients:
+  // 6. Copying every permuted gradient on its way took 9.
+  REQUIRE(allocations <= 6);
+  // Same gradients as the copying composition.
+  Var q2_in(q_in.data().clone(), true), v2_in(v_in.data().clone(), true);
+  Var q2 = permute(reshape(q2_in, {B, T, H, Dh}), {0, 2, 1, 3});
+  Var v2 = permute(reshape(v2_in, {B, T, H, Dh}), {0, 2, 1, 3});
+  Var ctx2 = matmul(matmul(q2, transpose(v2, -1, -2)), v2);
+  reshape(contiguous(permute(ctx2, {0, 2, 1, 3})), {B, T, H * Dh}).backward(upstream);
+  REQUIRE_THAT(q_in.grad(), AllClose(q2_in.grad(), 1e-5, 1e-5));
+  REQUIRE_THAT(v_in.grad(), AllClose(v2_in.grad(), 1e-5, 1e-5));
+}
+
 TEST_CASE("deep chains do not overflow the stack", "[autograd]") {
   Var x(Tensor::ones({1}), true);
   Var y = x;

@@ -89,6 +89,11 @@ TEST_CASE("gradcheck: matmul and batched matmul with broadcasting", "[gradcheck]
   check([](auto& v) {
     return matmul(permute(v[0], {0, 2, 1, 3}), permute(v[1], {0, 2, 3, 1}));
   }, {randn({2, 3, 2, 4}), randn({2, 3, 2, 4})});
+  // The heads laid out as [B, T, H, D] (memory order {0, 2, 1, 3}), merged by a view.
+  check([](auto& v) {
+    const Var ctx = matmul(v[0], permute(v[1], {0, 2, 1, 3}), 0.5, {0, 2, 1, 3});
+    return reshape(permute(ctx, {0, 2, 1, 3}), {2, 3, -1});
+  }, {randn({2, 2, 3, 4}), randn({2, 4, 2, 5})});
 }
 
 TEST_CASE("gradcheck: linear (fused GEMM + bias)", "[gradcheck]") {

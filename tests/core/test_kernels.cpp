@@ -217,6 +217,28 @@ TEST_CASE("matmul_into accumulates with beta", "[core]") {
   REQUIRE_THROWS_AS(matmul_into(wrong, a, b), Error);
 }
 
+// Attention writes its heads [B, H, T, D] straight into a [B, T, H, D] buffer: the output's
+// batch strides are free, each matrix must be row-major.
+TEST_CASE("matmul_into writes into a permuted output", "[core]") {
+  Generator g(27);
+  const Tensor p = g.normal({2, 3, 5, 4}), v = g.normal({2, 3, 4, 6});
+  const Tensor expect = ref::matmul(p, v);
+  Tensor merged = Tensor::full({2, 5, 3, 6}, 7.0);
+  Tensor heads = merged.permute({0, 2, 1, 3});
+  matmul_into(heads, p, v);
+  REQUIRE_THAT(heads, AllClose(expect, 1e-4, 1e-4));
+  REQUIRE_THAT(merged.permute({0, 2, 1, 3}), AllClose(expect, 1e-4, 1e-4));
+  // Through the folded path (a batched a times a matrix) and with beta accumulating.
+  const Tensor x = g.normal({5, 2, 4}), w = g.normal({4, 6});
+  Tensor wide = Tensor::zeros({2, 5, 6});
+  Tensor out = wide.permute({1, 0, 2});
+  matmul_into(out, x, w, 1.0, 1.0);
+  REQUIRE_THAT(out, AllClose(ref::matmul(x, w), 1e-4, 1e-4));
+  // Column-major matrices are refused rather than written wrong.
+  Tensor columns = Tensor::zeros({2, 3, 6, 5}).transpose(-1, -2);
+  REQUIRE_THROWS_AS(matmul_into(columns, p, v), Error);
+}
+
 TEST_CASE("softmax and log_softmax match the reference, with masked rows", "[core]") {
   Generator g(18);
   for (const Shape& s : random_shapes(g, 6)) {

@@ -109,6 +109,43 @@ TEST_CASE("contiguous, clone, copy_ and dtype conversion", "[core]") {
           std::vector<float>{3, -1});
 }
 
+TEST_CASE("copies of permuted and broadcast views row by row", "[core]") {
+  Generator g(5);
+  const Tensor x = g.normal({2, 3, 4, 5});
+  const Tensor p = x.permute({0, 2, 1, 3});  // rows of 5 stay contiguous
+  const Tensor c = p.contiguous();
+  REQUIRE(c.is_contiguous());
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        for (int64_t l = 0; l < 5; ++l) REQUIRE(c.at({i, j, k, l}) == x.at({i, k, j, l}));
+  Tensor rows = Tensor::zeros({3, 2, 5});
+  const Tensor bias = g.normal({5});
+  rows.permute({1, 0, 2}).copy_(bias);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t l = 0; l < 5; ++l) REQUIRE(rows.at({i, j, l}) == bias.at({l}));
+}
+
+TEST_CASE("empty_permuted, empty_like and is_dense", "[core]") {
+  const Tensor t = Tensor::empty_permuted({2, 3, 4, 5}, {0, 2, 1, 3});
+  REQUIRE(t.shape() == Shape{2, 3, 4, 5});
+  REQUIRE(t.permute({0, 2, 1, 3}).is_contiguous());
+  std::vector<int> order;
+  REQUIRE(t.is_dense(&order));
+  REQUIRE(order == std::vector<int>{0, 2, 1, 3});
+  const Tensor x = Tensor::zeros({4, 6});
+  REQUIRE(x.transpose(0, 1).is_dense());
+  REQUIRE_FALSE(x.narrow(1, 0, 3).is_dense());               // gaps
+  REQUIRE_FALSE(Tensor::zeros({3}).expand({2, 3}).is_dense());  // overlaps
+  const Tensor like = Tensor::empty_like(x.transpose(0, 1));
+  REQUIRE(like.shape() == Shape{6, 4});
+  REQUIRE(like.strides() == Shape{1, 6});
+  REQUIRE(Tensor::empty_like(x.narrow(1, 0, 3)).is_contiguous());
+  REQUIRE_THROWS_AS(Tensor::empty_permuted({2, 3}, {0, 0}), Error);
+  REQUIRE_THROWS_AS(Tensor::empty_permuted({2, 3}, {0}), Error);
+}
+
 TEST_CASE("in-place writes bump the storage version", "[core]") {
   Tensor t = Tensor::zeros({4});
   const uint64_t v0 = t.version();

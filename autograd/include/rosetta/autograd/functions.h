@@ -70,8 +70,13 @@ Var cat(const std::vector<Var>& parts, int axis);
 Var contiguous(const Var& x);
 
 // ---------------------------------------------------------------- matmul
-// alpha * a [..., M, K] @ b [..., K, N]; batch dims broadcast.
-Var matmul(const Var& a, const Var& b, double alpha = 1.0);
+// alpha * a [..., M, K] @ b [..., K, N]; batch dims broadcast. `memory_order` lays the result's
+// axes out in memory in that order, outermost first (Tensor::empty_permuted; {} is row-major):
+// attention computes its heads [B, H, T, Dh] in the order {0, 2, 1, 3}, so that merging them
+// into [B, T, H * Dh] is a view. The gradient of an operand that is a transposed or permuted
+// view comes in that view's memory order, so that its way back through the view copies nothing.
+Var matmul(const Var& a, const Var& b, double alpha = 1.0,
+           const std::vector<int>& memory_order = {});
 // x [..., in] @ weight[out, in]^T + bias[out]: one GEMM, and weight's gradient is accumulated
 // straight into its buffer. bias may be undefined.
 Var linear(const Var& x, const Var& weight, const Var& bias);

@@ -71,8 +71,10 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // a [..., M, K] @ b [..., K, N] -> [..., M, N]. Batch dims broadcast; a 2-D operand is shared
 // by every batch. Transposed views go to BLAS as transpose flags, not copies.
 Tensor matmul(const Tensor& a, const Tensor& b);
-// out = alpha * a @ b + beta * out, out a contiguous [..., M, N] of the broadcast batch shape.
-// beta = 1 accumulates (used by backward to add into a gradient without a temporary).
+// out = alpha * a @ b + beta * out, out a [..., M, N] of the broadcast batch shape whose
+// matrices are row-major (rows with unit stride; any batch strides, so a permuted view works:
+// attention writes its heads straight into [B, T, H, Dh]). beta = 1 accumulates (used by
+// backward to add into a gradient without a temporary).
 void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1.0,
                  double beta = 0.0);
 

@@ -22,6 +22,14 @@ class Tensor {
 
   // --- creation (contiguous, freshly allocated) ---
   static Tensor empty(const Shape& shape, DType dtype = DType::f32);
+  // A fresh tensor of `shape` whose axes lie in memory in `order`, outermost first (as
+  // torch.empty_permuted): order {0, 2, 1, 3} of a [B, H, T, D] shape stores it as
+  // [B, T, H, D], so that permute({0, 2, 1, 3}) of the result is contiguous.
+  static Tensor empty_permuted(const Shape& shape, const std::vector<int>& order,
+                               DType dtype = DType::f32);
+  // A fresh tensor shaped as `t`, its axes in t's memory order when t is dense (a permutation
+  // of a contiguous layout, such as a transposed or permuted view), else contiguous.
+  static Tensor empty_like(const Tensor& t);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
   static Tensor ones(const Shape& shape, DType dtype = DType::f32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
@@ -45,6 +53,9 @@ class Tensor {
   int64_t size(int axis) const;  // negative axes count from the back
   int64_t numel() const { return shape_.numel(); }
   bool is_contiguous() const;
+  // No gaps and no overlaps: a permutation of a contiguous layout (a transposed or permuted
+  // view of a contiguous tensor), `order` receiving its axes from outermost to innermost.
+  bool is_dense(std::vector<int>* order = nullptr) const;
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
