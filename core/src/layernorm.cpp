@@ -77,29 +77,44 @@ void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& 
     std::vector<double> part(want_params ? size_t(nt) * 2 * D : 0, 0.0);
     detail::parallel_rows(N, D * 4, [&](int64_t b, int64_t e, int slot) {
       double* pp = want_params ? part.data() + size_t(slot) * 2 * D : nullptr;
+      // Local copies of the captured pointers: read through the closure, GCC vectorised the
+      // loads as gathers (~1 ns per element at D = 64 and 256; 0.4 and 0.25 ns with locals).
+      const T *x_ = px, *dy_ = pd, *gamma_ = pg, *mean_ = pm, *rstd_ = pr;
+      T* dx_ = pdx;
+      // dgamma, dbeta summed in T over blocks of kBlock rows, then into double: the inner loops
+      // stay in T's vector width, the sum over many rows keeps double's accuracy.
+      constexpr int64_t kBlock = 32;
+      std::vector<T> block(want_params ? size_t(2 * D) : 0, T(0));
+      T* pb = block.data();
       for (int64_t i = b; i < e; ++i) {
-        const T *xr = px + i * D, *dr = pd + i * D;
-        const T m = pm[i], r = pr[i];
-        double a = 0, c = 0;  // mean(g), mean(g * xhat)
+        const T *xr = x_ + i * D, *dr = dy_ + i * D;
+        const T m = mean_[i], r = rstd_[i];
+        T a = 0, c = 0;  // sums of g and g * xhat
 #pragma omp simd reduction(+ : a, c)
         for (int64_t j = 0; j < D; ++j) {
-          const T xhat = (xr[j] - m) * r, g = dr[j] * pg[j];
+          const T xhat = (xr[j] - m) * r, g = dr[j] * gamma_[j];
           a += g;
-          c += double(g) * xhat;
+          c += g * xhat;
         }
-        if (pp) {
+        if (pb) {
 #pragma omp simd
           for (int64_t j = 0; j < D; ++j) {
-            pp[j] += double(dr[j]) * ((xr[j] - m) * r);
-            pp[D + j] += dr[j];
+            pb[j] += dr[j] * ((xr[j] - m) * r);
+            pb[D + j] += dr[j];
+          }
+          if ((i - b) % kBlock == kBlock - 1 || i + 1 == e) {
+            for (int64_t j = 0; j < 2 * D; ++j) {
+              pp[j] += double(pb[j]);
+              pb[j] = T(0);
+            }
           }
         }
-        if (pdx) {
-          const T am = T(a / double(D)), cm = T(c / double(D));
-          T* out = pdx + i * D;
+        if (dx_) {
+          const T am = a / T(D), cm = c / T(D);
+          T* out = dx_ + i * D;
 #pragma omp simd
           for (int64_t j = 0; j < D; ++j)
-            out[j] = r * (dr[j] * pg[j] - am - (xr[j] - m) * r * cm);
+            out[j] = r * (dr[j] * gamma_[j] - am - (xr[j] - m) * r * cm);
         }
       }
     });
