@@ -362,13 +362,13 @@ template <class To, class From>
 void copy_cast(const Tensor& dst, const Tensor& src) {
   if constexpr (std::is_same_v<To, From>) {
     // Rows contiguous on both sides (a permuted or broadcast view with its last axis intact,
-    // such as attention heads or a bias repeated over rows): one memcpy per row.
+    // such as attention heads or a bias repeated over rows): one memmove per row.
     if (dst.dim() > 0 && dst.strides().back() == 1 && src.strides().back() == 1) {
       To* d = dst.data<To>();
       const From* s = src.data<From>();
       detail::for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
                               [&](auto off, auto, int64_t n) {
-                                std::memcpy(d + off[0], s + off[1], size_t(n) * sizeof(To));
+                                std::memmove(d + off[0], s + off[1], size_t(n) * sizeof(To));
                               });
       return;
     }
