@@ -1,5 +1,6 @@
 #include "rosetta/nn/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -263,6 +264,14 @@ class OutputBias : public Module {
   explicit OutputBias(int64_t vocab) { bias = register_parameter("bias", Tensor::zeros({vocab})); }
   Var bias;
 };
+
+// key_padding_mask(ids), or no mask when no id is padding (batches of equal lengths): a mask
+// that hides nothing would still send every attention row through the masked softmax.
+Tensor padding_mask(const Tensor& ids, int32_t pad) {
+  Tensor m = key_padding_mask(ids, pad);
+  const int32_t* p = m.data<int32_t>();
+  return std::any_of(p, p + m.numel(), [](int32_t v) { return v != 0; }) ? m : Tensor();
+}
 }  // namespace
 
 Transformer::Transformer(const TransformerOptions& o, Generator& ig) : options_(o) {
@@ -305,7 +314,7 @@ Var Transformer::embed(const Embedding& table, const Tensor& ids, int64_t start)
 Var Transformer::encode(const Tensor& src) const {
   ROSETTA_CHECK(src.dim() == 2 && src.dtype() == DType::i32, "encode: source must be I32 [B, S], got ",
                 src.shape());
-  return encoder->forward(embed(*src_embed, src, 0), key_padding_mask(src, options_.pad_id()));
+  return encoder->forward(embed(*src_embed, src, 0), padding_mask(src, options_.pad_id()));
 }
 
 Var Transformer::decode(const Tensor& tgt_in, const Var& memory, const Tensor& src_mask,
@@ -313,7 +322,7 @@ Var Transformer::decode(const Tensor& tgt_in, const Var& memory, const Tensor& s
   ROSETTA_CHECK(tgt_in.dim() == 2 && tgt_in.dtype() == DType::i32,
                 "decode: target must be I32 [B, T], got ", tgt_in.shape());
   const Tensor self_mask =
-      combine_masks(causal_mask(tgt_in.shape()[1]), key_padding_mask(tgt_in, options_.pad_id()));
+      combine_masks(causal_mask(tgt_in.shape()[1]), padding_mask(tgt_in, options_.pad_id()));
   return decoder->forward(embed(*tgt_embed, tgt_in, 0), memory, self_mask, src_mask, cross_weights);
 }
 
@@ -324,7 +333,7 @@ Var Transformer::forward(const Tensor& src, const Tensor& tgt_in) const {
                 "Transformer: source ", src.shape(), " and target ", tgt_in.shape(),
                 " must be [B, S] and [B, T]");
   const Var memory = encode(src);
-  return project(decode(tgt_in, memory, key_padding_mask(src, options_.pad_id())));
+  return project(decode(tgt_in, memory, padding_mask(src, options_.pad_id())));
 }
 
 DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
