@@ -151,7 +151,7 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
       gemm(la.trans, lb.trans, M, N, K, alpha, pa + oa, la.ld, pb + ob, lb.ld, beta, pc + oc,
            lc.ld);
     };
-    if (M * N * K < kSmallGemm && nb > 1 && nb * M * N * K >= kParallelBatch) {
+    if (M * N * K < kSmallGemm && nb > 1 && nb * M * N * K >= kParallelBatch && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < nb; ++i) one(i);
     } else {

@@ -199,8 +199,10 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
     const T* px = logits.data<T>();
     T* pl = lse.data<T>();
     double total = 0;
-    // Rows are independent; the loss is reduced in double per thread.
-#pragma omp parallel for reduction(+ : total) schedule(static) if (N * V >= detail::kParallelGrain)
+    // Rows are independent; the loss is reduced in double per thread. Inline on a replica's
+    // thread: a nested region is a team of one that still costs a trip through the thread pool.
+#pragma omp parallel for reduction(+ : total) schedule(static) \
+    if (N * V >= detail::kParallelGrain && !omp_in_parallel())
     for (int64_t i = 0; i < N; ++i) {
       const T* row = px + i * V;
       if (pt[i] == ignore_index) {

@@ -3,6 +3,8 @@
 // when the view is large.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -42,7 +44,7 @@ void for_each_row(const Shape& shape, const std::array<const Shape*, N>& strides
     }
     row(off, inner_st, inner);
   };
-  if (numel >= kParallelGrain && rows > 1) {
+  if (numel >= kParallelGrain && rows > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) do_row(r);
   } else {
@@ -79,8 +81,6 @@ void for_each_strided3(const Shape& shape, A* a, const Shape& sa, B* b, const Sh
 }
 
 }  // namespace rosetta::detail
-
-#include <omp.h>
 
 #include <type_traits>
 
