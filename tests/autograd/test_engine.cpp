@@ -5,6 +5,18 @@
 using namespace rosetta;
 using rosetta::test::AllClose;
 
+namespace {
+// Buffers the caching allocator handed out (from its cache or the system) while f ran.
+template <class F>
+int64_t allocations_during(F&& f) {
+  const AllocatorStats before = allocator_stats();
+  f();
+  const AllocatorStats after = allocator_stats();
+  return int64_t(after.cache_hits + after.system_allocs) -
+         int64_t(before.cache_hits + before.system_allocs);
+}
+}  // namespace
+
 TEST_CASE("gradients accumulate across uses and across backward calls", "[autograd]") {
   Var x(Tensor::from_vector(std::vector<float>{1, 2, 3}), true);
   Var y = sum(x * x + x);  // dy/dx = 2x + 1
@@ -98,11 +110,7 @@ TEST_CASE("views pass gradients on without copies; a leaf's gradient is its own"
   for (int i = 0; i < 8; ++i) v = reshape(reshape(v, {256, N / 256}), {N});
   Var y = v * 3.0;
   const Tensor upstream = Tensor::ones({N});
-  const AllocatorStats before = allocator_stats();
-  y.backward(upstream);
-  const AllocatorStats after = allocator_stats();
-  const int64_t allocations = int64_t(after.cache_hits + after.system_allocs) -
-                              int64_t(before.cache_hits + before.system_allocs);
+  const int64_t allocations = allocations_during([&] { y.backward(upstream); });
   INFO("allocations " << allocations);
   REQUIRE(allocations <= 4);  // the two products' gradients (and the upstream's copy), not 16 more
   REQUIRE_THAT(x.grad(), AllClose(Tensor::full({N}, 6.0), 0, 0));
@@ -130,11 +138,7 @@ TEST_CASE("permuted matmul operands and outputs take and give gradients without 
   Var merged = reshape(permute(ctx, {0, 2, 1, 3}), {B, T, H * Dh});
   REQUIRE(merged.data().same_storage(ctx.data()));
   const Tensor upstream = g.normal({B, T, H * Dh});
-  const AllocatorStats before = allocator_stats();
-  merged.backward(upstream);
-  const AllocatorStats after = allocator_stats();
-  const int64_t allocations = int64_t(after.cache_hits + after.system_allocs) -
-                              int64_t(before.cache_hits + before.system_allocs);
+  const int64_t allocations = allocations_during([&] { merged.backward(upstream); });
   INFO("allocations " << allocations);
   // d scores, d q, d v twice (through scores and through ctx) and the two leaves' gradients:
   // 6. Copying every permuted gradient on its way took 9.
