@@ -75,6 +75,8 @@ void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& 
     // Per-chunk partial sums of dgamma, dbeta, added up at the end (no atomics).
     const int nt = omp_get_max_threads();
     std::vector<double> part(want_params ? size_t(nt) * 2 * D : 0, 0.0);
+    // Each chunk's block sums (see below), beside its partial sums.
+    std::vector<T> blocks(part.size(), T(0));
     detail::parallel_rows(N, D * 4, [&](int64_t b, int64_t e, int slot) {
       double* pp = want_params ? part.data() + size_t(slot) * 2 * D : nullptr;
       // Local copies of the captured pointers: read through the closure, GCC vectorised the
@@ -84,8 +86,7 @@ void layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& 
       // dgamma, dbeta summed in T over blocks of kBlock rows, then into double: the inner loops
       // stay in T's vector width, the sum over many rows keeps double's accuracy.
       constexpr int64_t kBlock = 32;
-      std::vector<T> block(want_params ? size_t(2 * D) : 0, T(0));
-      T* pb = block.data();
+      T* pb = want_params ? blocks.data() + size_t(slot) * 2 * D : nullptr;
       for (int64_t i = b; i < e; ++i) {
         const T *xr = x_ + i * D, *dr = dy_ + i * D;
         const T m = mean_[i], r = rstd_[i];
