@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "decode_args.h"
 #include "log.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
@@ -34,8 +35,8 @@ void report(const std::vector<std::string>& hyps, const std::vector<std::string>
 
 struct EvalArgs {
   std::string model, test, src, ref, output, checkpoint = "best";
-  int beam = 4, threads = 0;
-  double length_penalty = 1.0;
+  int threads = 0;
+  DecodeArgs decode;
   int64_t batch_tokens = 2048;
   bool json = false;
 };
@@ -54,7 +55,7 @@ void run_eval(const EvalArgs& a) {
   int64_t truncated = 0;
   std::vector<std::vector<nn::Hypothesis>> hyps;
   try {
-    hyps = t.translate(srcs, nn::SearchOptions().beam(a.beam).length_penalty(a.length_penalty), a.batch_tokens,
+    hyps = t.translate(srcs, a.decode.options(), a.batch_tokens,
                        &truncated);
   } catch (const Error& e) {
     ROSETTA_FAIL(a.test.empty() ? a.src : a.test, ": ", e.what());
@@ -67,7 +68,8 @@ void run_eval(const EvalArgs& a) {
     all += text.back() + "\n";
   }
   if (!a.output.empty()) write_text(a.output, all);
-  report(text, refs, a.json, {{"model", t.weights_path}, {"beam", a.beam}});
+  report(text, refs, a.json, {{"model", t.weights_path}, {"beam", a.decode.beam}, {"length_penalty", a.decode.length_penalty},
+                                {"max_len_a", a.decode.max_len_a}, {"max_len_b", a.decode.max_len_b}});
 }
 
 struct ScoreArgs {
@@ -95,9 +97,8 @@ void register_eval(CLI::App& app) {
   test->excludes(src)->excludes(ref);
   src->needs(ref);
   ref->needs(src);
-  eval->add_option("--checkpoint", e->checkpoint, "best or last")->check(CLI::IsMember({"best", "last"}));
-  eval->add_option("--beam", e->beam, "beam size")->check(CLI::Range(1, 64));
-  eval->add_option("--length-penalty", e->length_penalty, "score = log-prob / length^A");
+  eval->add_option("--checkpoint", e->checkpoint, kCheckpointHelp)->check(CLI::IsMember(kCheckpointChoices));
+  add_decode_options(*eval, e->decode);
   eval->add_option("--batch-tokens", e->batch_tokens, "source tokens per batch")->check(CLI::Range(1, 1 << 24));
   eval->add_option("--output", e->output, "also write the translations to this file");
   eval->add_option("--threads", e->threads, "threads (0: default)")->check(CLI::Range(0, 1024));

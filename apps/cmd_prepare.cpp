@@ -30,6 +30,8 @@ void run_prepare_corpus(const PrepareArgs& a) {
   spdlog::info("wrote {}/train.tsv ({} pairs), valid.tsv ({}), test.tsv ({})", a.out, c.train,
                c.valid, c.test);
   if (a.phrases) spdlog::info("wrote {}/phrases.tsv ({} pairs)", a.out, c.phrases);
+  spdlog::info("removed {} training pairs and {} phrases whose source or target is a validation or test sentence",
+               c.held_out_train, c.held_out_phrases);
 }
 
 }  // namespace

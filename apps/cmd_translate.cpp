@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "decode_args.h"
 #include "log.h"
 #include "rosetta/core/io.h"
 #include "svg.h"
@@ -13,8 +14,8 @@ namespace rosetta::cli {
 namespace {
 struct TranslateArgs {
   std::string model, input = "-", output = "-", attention, checkpoint = "best";
-  int beam = 4, n_best = 0, threads = 0;
-  double length_penalty = 1.0;
+  int n_best = 0, threads = 0;
+  DecodeArgs decode;
   int64_t batch_tokens = 2048;
 };
 
@@ -28,7 +29,7 @@ void run(const TranslateArgs& a) {
   const Translator t = Translator::load(a.model, a.checkpoint);
   const std::vector<std::string> lines = read_lines(a.input);
   const int n_best = std::max(a.n_best, 1);
-  const auto options = nn::SearchOptions().beam(std::max(a.beam, n_best)).n_best(n_best).length_penalty(a.length_penalty);
+  const auto options = a.decode.options().beam(std::max(a.decode.beam, n_best)).n_best(n_best);
   int64_t truncated = 0;
   std::vector<std::vector<nn::Hypothesis>> hyps;
   try {
@@ -67,12 +68,10 @@ void register_translate(CLI::App& app) {
   auto a = std::make_shared<TranslateArgs>();
   CLI::App* cmd = app.add_subcommand("translate", "translate lines from standard input (or --input)");
   cmd->add_option("--model", a->model, "run directory made by rosetta train")->required();
-  cmd->add_option("--checkpoint", a->checkpoint, "best (best validation) or last")
-      ->check(CLI::IsMember({"best", "last"}));
+  cmd->add_option("--checkpoint", a->checkpoint, kCheckpointHelp)->check(CLI::IsMember(kCheckpointChoices));
   cmd->add_option("--input", a->input, "input file, one sentence per line (default: standard input)");
   cmd->add_option("--output", a->output, "output file (default: standard output)");
-  cmd->add_option("--beam", a->beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
-  cmd->add_option("--length-penalty", a->length_penalty, "score = log-prob / length^A");
+  add_decode_options(*cmd, a->decode);
   cmd->add_option("--n-best", a->n_best, "print the N best as 'line ||| translation ||| score'")
       ->check(CLI::Range(0, 64));
   cmd->add_option("--batch-tokens", a->batch_tokens, "source tokens per batch")->check(CLI::Range(1, 1 << 24));

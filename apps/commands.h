@@ -12,5 +12,6 @@ void register_translate(CLI::App& app);
 void register_eval(CLI::App& app);   // eval and score
 void register_plot(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_average(CLI::App& app);
 
 }  // namespace rosetta::cli

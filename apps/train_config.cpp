@@ -25,6 +25,22 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--max-src-len", c.max_src_len, "drop pairs whose source has more tokens (0: as many as --max-len allows)")->group(data);
   cmd.add_option("--max-tgt-len", c.max_tgt_len, "drop pairs whose target has more tokens (0: as many as --max-len allows)")->group(data);
 
+  const char* noise = "More data and noise";
+  cmd.add_option("--train-repeat", c.train_repeat, "each training pair appears this many times per epoch")
+      ->group(noise);
+  cmd.add_option("--extra-train", c.extra_train,
+                 "extra training pairs, TSV (e.g. phrases.tsv of prepare-corpus --phrases)")->group(noise);
+  cmd.add_option("--extra-max", c.extra_max, "use at most this many extra pairs, a sample fixed by --seed (0: all)")
+      ->group(noise);
+  cmd.add_option("--extra-tag", c.extra_tag, "start the sources of extra pairs with a tag token")->group(noise);
+  cmd.add_option("--word-dropout", c.word_dropout,
+                 "replace source and decoder-input tokens by <unk> with this probability")->group(noise);
+  cmd.add_option("--sp-nbest", c.sp_nbest,
+                 "subword regularization: sample one of the N best segmentations per epoch (< 2: off)")
+      ->group(noise);
+  cmd.add_option("--sp-alpha", c.sp_alpha, "subword regularization: P(segmentation) ~ exp(alpha * log-prob)")
+      ->group(noise);
+
   const char* tok = "Tokenizer";
   cmd.add_option("--vocab-size", c.vocab_size, "SentencePiece vocabulary size")->group(tok);
   cmd.add_option("--joint-vocab", c.joint_vocab, "one vocabulary for source and target")->group(tok);
@@ -37,7 +53,11 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--ff", c.ff, "feed-forward width")->group(model);
   cmd.add_option("--encoder-layers", c.encoder_layers, "encoder layers")->group(model);
   cmd.add_option("--decoder-layers", c.decoder_layers, "decoder layers")->group(model);
-  cmd.add_option("--dropout", c.dropout, "dropout probability")->group(model);
+  cmd.add_option("--dropout", c.dropout, "dropout probability (residual connections and embeddings)")->group(model);
+  cmd.add_option("--attention-dropout", c.attention_dropout, "dropout on attention probabilities (< 0: --dropout)")
+      ->group(model);
+  cmd.add_option("--activation-dropout", c.activation_dropout,
+                 "dropout after the feed-forward activation (< 0: --dropout)")->group(model);
   cmd.add_option("--norm", c.norm, "pre (pre-norm) or post (post-norm, as the paper)")
       ->check(CLI::IsMember({"pre", "post"}))->group(model);
   cmd.add_option("--activation", c.activation, "relu or gelu")
@@ -70,6 +90,15 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--max-time", c.max_time, "stop after this long: seconds, or 90s, 15m, 2h")->group(stop);
   cmd.add_option("--early-stopping", c.early_stopping,
                  "stop after this many validations without improvement (0: off)")->group(stop);
+  cmd.add_option("--best-metric", c.best_metric,
+                 "keep best.safetensors and stop early by validation loss, BLEU or chrF")
+      ->check(CLI::IsMember({"loss", "bleu", "chrf"}))->group(stop);
+  cmd.add_option("--ema", c.ema,
+                 "keep an exponential moving average of the weights with this decay (0: off); validation, "
+                 "best.safetensors and ema.safetensors use it")->group(stop);
+  cmd.add_option("--keep-checkpoints", c.keep_checkpoints,
+                 "keep the weights of the last N checkpoints as step-STEP.safetensors (for rosetta average)")
+      ->group(stop);
 
   const char* run = "Run";
   cmd.add_option("--seed", c.seed, "random seed (weights, dropout, data order)")->group(run);
@@ -84,6 +113,8 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--valid-bleu-sentences", c.valid_bleu_sentences,
                  "validation sentences translated for BLEU/chrF (0: none)")->group(run);
   cmd.add_option("--valid-beam", c.valid_beam, "beam size for validation translations")->group(run);
+  cmd.add_option("--valid-length-penalty", c.valid_length_penalty,
+                 "length penalty for validation translations")->group(run);
   cmd.add_option("--on-nonfinite", c.on_nonfinite,
                  "a non-finite loss or gradient: skip the update (100 in a row stop the run), or stop")
       ->check(CLI::IsMember({"skip", "stop"}))->group(run);
@@ -145,6 +176,18 @@ void TrainConfig::validate() const {
   positive("max-len", max_len);
   ROSETTA_CHECK(d_model % heads == 0, "--d-model ", d_model, " is not divisible by --heads ", heads);
   ROSETTA_CHECK(dropout >= 0 && dropout < 1, "--dropout ", dropout, " outside [0, 1)");
+  ROSETTA_CHECK(attention_dropout < 1, "--attention-dropout ", attention_dropout, " outside [0, 1)");
+  ROSETTA_CHECK(activation_dropout < 1, "--activation-dropout ", activation_dropout, " outside [0, 1)");
+  ROSETTA_CHECK(word_dropout >= 0 && word_dropout < 1, "--word-dropout ", word_dropout, " outside [0, 1)");
+  positive("train-repeat", train_repeat);
+  ROSETTA_CHECK(extra_max >= 0, "--extra-max must not be negative, got ", extra_max);
+  ROSETTA_CHECK(sp_nbest >= 0 && sp_nbest <= 64, "--sp-nbest ", sp_nbest, " outside [0, 64]");
+  non_negative("sp-alpha", sp_alpha);
+  ROSETTA_CHECK(ema >= 0 && ema < 1, "--ema ", ema, " outside [0, 1)");
+  ROSETTA_CHECK(keep_checkpoints >= 0, "--keep-checkpoints must not be negative, got ", keep_checkpoints);
+  ROSETTA_CHECK(std::isfinite(valid_length_penalty), "--valid-length-penalty must be a number");
+  ROSETTA_CHECK(best_metric == "loss" || valid_bleu_sentences > 0, "--best-metric ", best_metric,
+                " needs validation translations (--valid-bleu-sentences > 0)");
   ROSETTA_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing ", label_smoothing,
                 " outside [0, 1)");
   ROSETTA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be positive, got ", lr);
@@ -222,6 +265,8 @@ nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt
       .encoder_layers(encoder_layers)
       .decoder_layers(decoder_layers)
       .dropout(dropout)
+      .attention_dropout(attention_dropout)
+      .activation_dropout(activation_dropout)
       .activation(activation)
       .norm_first(norm == "pre")
       .share_embeddings(share)

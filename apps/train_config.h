@@ -31,9 +31,19 @@ struct TrainConfig {
   // Pairs longer (in tokens) are filtered out; 0: as long as --max-len allows (src_limit()).
   int64_t max_src_len = 0;
   int64_t max_tgt_len = 0;
+  // more data and training-side noise (low-resource levers)
+  int64_t train_repeat = 1;  // each sentence pair appears this many times per epoch
+  std::string extra_train;   // TSV of extra pairs (e.g. the dictionary's phrases.tsv)
+  int64_t extra_max = 0;     // at most this many extra pairs, a sample fixed by the seed (0: all)
+  bool extra_tag = true;     // sources of extra pairs start with a tag token
+  double word_dropout = 0;   // source and decoder-input tokens replaced by unk
+  int sp_nbest = 0;          // subword regularization: sample among the n-best segmentations (< 2: off)
+  double sp_alpha = 0.2;     // its smoothing: P(segmentation) ~ exp(alpha * log-probability)
   // model
   int64_t d_model = 256, heads = 4, ff = 1024, encoder_layers = 2, decoder_layers = 2;
   double dropout = 0.2;
+  double attention_dropout = -1;   // on attention probabilities (< 0: --dropout)
+  double activation_dropout = -1;  // inside the feed-forward block (< 0: --dropout)
   std::string norm = "pre";  // pre | post
   std::string activation = "relu";
   bool share_embeddings = true;  // needs joint_vocab
@@ -54,6 +64,10 @@ struct TrainConfig {
   int64_t max_epochs = 0;  // 0 = no limit
   std::string max_time;    // e.g. 900, 900s, 15m, 1h ("" = no limit)
   int64_t early_stopping = 0;  // validations without improvement before stopping (0 = off)
+  std::string best_metric = "loss";  // best.safetensors and early stopping by: loss | bleu | chrf
+  // weights
+  double ema = 0;                // decay of an exponential moving average of the weights (0 = off)
+  int64_t keep_checkpoints = 0;  // weight snapshots step-N.safetensors kept (for rosetta average)
   // run
   uint64_t seed = 1;
   int threads = 0;  // 0 = OMP default
@@ -61,6 +75,7 @@ struct TrainConfig {
   int64_t validate_every = 200, save_every = 200, log_every = 50;
   int64_t valid_bleu_sentences = 300;  // valid sentences translated for BLEU/chrF (0 = none)
   int valid_beam = 1;
+  double valid_length_penalty = 1.0;
   std::string on_nonfinite = "skip";  // skip | stop
   bool distributed = false;  // join an MPI job (automatic under mpirun); not saved in config.toml
   // synthetic copy task (--task copy)

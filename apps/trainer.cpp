@@ -19,6 +19,7 @@
 #include "distributed.h"
 #include "log.h"
 #include "replicas.h"
+#include "run_data.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
@@ -26,6 +27,7 @@
 #include "rosetta/data/batch.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
+#include "rosetta/data/noise.h"
 #include "rosetta/optim/optim.h"
 #include "translator.h"
 
@@ -37,112 +39,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// ------------------------------------------------------------------ data
-
-struct RunData {
-  Codec codec;
-  std::vector<data::TokenPair> train, valid;
-  std::vector<data::SentencePair> valid_text;  // validation pairs as text, for BLEU/chrF
-  // The tokenizers as src.model / tgt.model hold them (empty for the copy task); every
-  // checkpoint records their checksums, so that swapped files are detected.
-  std::string src_model, tgt_model;
-  std::vector<std::string> notes;  // what reading the data found, logged once the run's log is open
-};
-
-// Random symbol sequences; the target is the source. Held-out sequences never occur in training.
-void make_copy_task(const TrainConfig& c, RunData& d) {
-  d.codec = Codec::symbols(c.copy_symbols);
-  Generator gen(c.seed * 1000003 + 17);
-  auto sample = [&] {
-    const int64_t len = c.copy_min_len + int64_t(gen.next_below(uint64_t(c.copy_max_len - c.copy_min_len + 1)));
-    std::vector<int32_t> ids;
-    for (int64_t i = 0; i < len; ++i) ids.push_back(int32_t(4 + gen.next_below(uint64_t(c.copy_symbols))));
-    return ids;
-  };
-  std::set<std::vector<int32_t>> seen;
-  for (int64_t i = 0; i < c.copy_train_size; ++i) {
-    auto ids = sample();
-    seen.insert(ids);
-    d.train.push_back({ids, ids});
-  }
-  for (int64_t tries = 0; int64_t(d.valid.size()) < c.copy_valid_size && tries < 100 * c.copy_valid_size; ++tries) {
-    auto ids = sample();
-    if (!seen.insert(ids).second) continue;
-    d.valid.push_back({ids, ids});
-    const std::string text = d.codec.decode_target(ids);
-    d.valid_text.push_back({text, text});
-  }
-}
-
-data::Corpus read_corpus(const std::string& tsv, const std::string& src, const std::string& tgt) {
-  return tsv.empty() ? data::read_aligned(src, tgt) : data::read_tsv(tsv);
-}
-
-// Every rank reads the corpora; the root alone trains (or, resuming, loads) the tokenizers and
-// sends them to the others, so all ranks tokenize identically and need no run directory. Nothing
-// is written: a run whose data is bad leaves no run directory behind (write_tokenizers does).
-void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
-                    RunData& d) {
-  const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
-  d.notes.push_back(fmt::format("training corpus: {} pairs read, {} skipped as empty", train.read,
-                                train.skipped_empty));
-  data::Corpus valid;
-  if (!c.valid.empty() || !c.valid_src.empty()) {
-    valid = read_corpus(c.valid, c.valid_src, c.valid_tgt);
-    d.notes.push_back(fmt::format("validation corpus: {} pairs", valid.pairs.size()));
-  }
-  if (group.is_root()) {
-    if (resuming) {
-      d.src_model = read_file(run.src_model());
-      d.tgt_model = read_file(run.tgt_model());
-    } else {
-      const auto opts = data::TokenizerOptions()
-                            .vocab_size(c.vocab_size)
-                            .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
-                            .seed(uint32_t(c.seed))
-                            .num_threads(1);
-      std::vector<std::string> src_text, tgt_text;
-      for (const auto& p : train.pairs) {
-        src_text.push_back(p.src);
-        tgt_text.push_back(p.tgt);
-      }
-      if (c.joint_vocab) {
-        std::vector<std::string> all = src_text;
-        all.insert(all.end(), tgt_text.begin(), tgt_text.end());
-        d.src_model = d.tgt_model = data::Tokenizer::train(all, opts).serialized();
-      } else {
-        d.src_model = data::Tokenizer::train(src_text, opts).serialized();
-        d.tgt_model = data::Tokenizer::train(tgt_text, opts).serialized();
-      }
-    }
-  }
-  group.broadcast(d.src_model);
-  group.broadcast(d.tgt_model);
-  const auto src_tok = data::Tokenizer::from_serialized(d.src_model, run.src_model());
-  const auto tgt_tok = data::Tokenizer::from_serialized(d.tgt_model, run.tgt_model());
-  if (!resuming)
-    d.notes.push_back(fmt::format("tokenizer: {} vocabulary, {} source and {} target pieces",
-                                  c.joint_vocab ? "joint" : "separate", src_tok.vocab_size(), tgt_tok.vocab_size()));
-  d.codec = Codec::sentencepiece(src_tok, tgt_tok);
-  d.train = data::tokenize(train.pairs, src_tok, tgt_tok);
-  const size_t dropped = data::filter_by_tokens(d.train, size_t(c.src_limit()), size_t(c.tgt_limit()));
-  if (dropped)
-    d.notes.push_back(fmt::format("dropped {} training pairs longer than {}/{} tokens", dropped, c.src_limit(),
-                                  c.tgt_limit()));
-  ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length (--max-src-len ",
-                c.src_limit(), ", --max-tgt-len ", c.tgt_limit(), ")");
-  std::vector<size_t> kept;
-  d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
-  data::filter_by_tokens(d.valid, size_t(c.max_len - 2), size_t(c.max_len - 2), &kept);
-  for (size_t i : kept) d.valid_text.push_back(valid.pairs[i]);
-}
-
-void write_tokenizers(const RunPaths& run, const RunData& d) {
-  if (d.src_model.empty()) return;
-  write_file_atomic(run.src_model(), d.src_model);
-  write_file_atomic(run.tgt_model(), d.tgt_model);
-}
 
 // ------------------------------------------------------------------ run directory
 
@@ -187,7 +83,7 @@ void prepare_run_dir(const RunPaths& run) {
 
 struct Progress {
   int64_t step = 0;
-  double best_valid = kNaN;
+  double best_valid = kNaN;  // of --best-metric
   int64_t bad_validations = 0;
   double elapsed = 0;  // seconds of training before this process
   int64_t skipped = 0;  // updates skipped for non-finite values
@@ -223,20 +119,26 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::
   return meta;
 }
 
+// The moving average of the weights (--ema) in a checkpoint: the optimizer's flat layout, under a
+// name that weight loaders skip (optim.*), as the optimizer's state.
+constexpr const char* kEmaKey = "optim.ema";
+
 void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, nn::Transformer& model,
-                     const optim::Optimizer& opt,
+                     const optim::Optimizer& opt, const Tensor& ema,
                      const data::BatchIterator& it, const Progress& p, double elapsed) {
   ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
                 "(step ", p.step, "); the last good checkpoint is kept");
   nn::NamedTensors tensors = model.state_dict();
   for (auto& t : opt.state_tensors()) tensors.push_back(t);
+  if (ema.defined()) tensors.emplace_back(kEmaKey, ema);
   auto meta = run_metadata(c, model, d, tensors);
   for (auto& [k, v] : opt.state_metadata()) meta[k] = v;
   const Generator& g = model.dropout_generator();
   meta["train.step"] = std::to_string(p.step);
   meta["train.batch_state"] = it.state().to_json();
   meta["train.dropout_rng"] = std::to_string(g.seed()) + " " + std::to_string(g.counter());
-  meta["train.best_valid_loss"] = to_str(p.best_valid);
+  meta["train.best_valid"] = to_str(p.best_valid);
+  meta["train.best_metric"] = c.best_metric;
   meta["train.bad_validations"] = std::to_string(p.bad_validations);
   meta["train.elapsed_s"] = to_str(elapsed);
   meta["train.skipped_nonfinite"] = std::to_string(p.skipped);
@@ -273,8 +175,8 @@ uint64_t rank_seed(uint64_t seed, int rank) {
 
 // The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
 // the run directory; every rank then restores the same state (the dropout stream, its own).
-Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, const RunData& d, nn::Transformer& model,
-                         optim::Optimizer& opt, data::BatchIterator& it) {
+Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const ProcessGroup& group, const RunData& d,
+                         nn::Transformer& model, optim::Optimizer& opt, Tensor& ema, data::BatchIterator& it) {
   const std::string path = run.checkpoint();
   std::string bytes = group.is_root() ? read_file(path) : "";
   group.broadcast(bytes);
@@ -302,7 +204,20 @@ Progress load_checkpoint(const RunPaths& run, const ProcessGroup& group, const R
   }
   Progress p;
   p.step = meta_int(st.metadata, path, "train.step");
-  p.best_valid = meta_double(st.metadata, path, "train.best_valid_loss");
+  // Runs of earlier versions kept the best validation loss only.
+  const bool by_loss = !st.metadata.count("train.best_metric");
+  const std::string metric = by_loss ? "loss" : st.metadata.at("train.best_metric");
+  ROSETTA_CHECK(metric == "loss" || metric == "bleu" || metric == "chrf", path, ": train.best_metric = '", metric,
+                "' is not loss, bleu or chrf");
+  p.best_valid = meta_double(st.metadata, path, by_loss ? "train.best_valid_loss" : "train.best_valid");
+  // A run continued with another --best-metric starts its best afresh (best.safetensors is
+  // replaced at the next validation).
+  if (metric != c.best_metric) p.best_valid = kNaN;
+  if (ema.defined()) {
+    const Tensor* saved = st.find(kEmaKey);
+    if (saved && saved->numel() == ema.numel()) ema.copy_(*saved);
+    else ema.copy_(opt.flat_params());  // --ema turned on when resuming: it starts from the weights
+  }
   p.bad_validations = meta_int(st.metadata, path, "train.bad_validations");
   p.elapsed = meta_double(st.metadata, path, "train.elapsed_s");
   p.skipped = meta_int(st.metadata, path, "train.skipped_nonfinite");
@@ -384,7 +299,8 @@ ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig
     std::vector<std::string> srcs, mine;
     for (size_t i = size_t(group.rank()); i < n; i += ranks) srcs.push_back(d.valid_text[i].src);
     if (!srcs.empty()) {
-      const auto out = translate_lines(model, d.codec, srcs, nn::SearchOptions().beam(c.valid_beam), c.max_tokens);
+      const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
+      const auto out = translate_lines(model, d.codec, srcs, search, c.max_tokens);
       for (const auto& h : out) mine.push_back(d.codec.decode_target(h[0].tokens));
     }
     const std::vector<std::string> parts = group.gather(pack(mine));
@@ -405,6 +321,16 @@ ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig
   }
   model.train();
   return r;
+}
+
+// Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same
+// selection and early-stopping rule.
+void share_scores(const ProcessGroup& group, ValidResult& r) {
+  if (group.size() == 1) return;
+  double scores[2] = {group.is_root() ? r.bleu : 0.0, group.is_root() ? r.chrf : 0.0};
+  group.sum(scores, 2);
+  r.bleu = scores[0];
+  r.chrf = scores[1];
 }
 
 // ------------------------------------------------------------------ the loop
@@ -524,6 +450,65 @@ float sync_replicas(const ProcessGroup& group, const optim::Optimizer& opt, Gene
   return group.max(diff);
 }
 
+// ema = decay_t * ema + (1 - decay_t) * weights after update `step`, with decay_t =
+// min(decay, (1 + step) / (10 + step)): early on the average forgets the initial weights fast.
+void update_ema(Tensor& ema, const Tensor& weights, double decay, int64_t step) {
+  const float d = float(std::min(decay, double(1 + step) / double(10 + step)));
+  float* e = ema.data<float>();
+  const float* w = weights.data<float>();
+  const int64_t n = ema.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) e[i] = d * e[i] + (1 - d) * w[i];
+}
+
+// While alive, the model's weights (the optimizer's flat buffer) are the moving average `ema`
+// (when there is one); then the trained weights come back, bit for bit.
+class EmaWeights {
+ public:
+  EmaWeights(const Tensor& ema, const optim::Optimizer& opt) : flat_(opt.flat_params()) {
+    if (!ema.defined()) return;
+    saved_ = flat_.clone();
+    flat_.copy_(ema);
+    flat_.bump_version();
+  }
+  ~EmaWeights() {
+    if (!saved_.defined()) return;
+    flat_.copy_(saved_);
+    flat_.bump_version();
+  }
+  EmaWeights(const EmaWeights&) = delete;
+  EmaWeights& operator=(const EmaWeights&) = delete;
+
+ private:
+  Tensor flat_, saved_;
+};
+
+// The model's weights as a file translate and average read: best.safetensors, ema.safetensors,
+// step-N.safetensors.
+void save_weights(const std::string& path, const TrainConfig& c, const nn::Transformer& model, const RunData& d,
+                  int64_t step, std::map<std::string, std::string> extra = {}) {
+  const nn::NamedTensors weights = model.state_dict();
+  auto meta = run_metadata(c, model, d, weights);
+  meta["train.step"] = std::to_string(step);
+  for (auto& [k, v] : extra) meta[k] = v;
+  save_safetensors(path, weights, meta);
+}
+
+// Keeps the `keep` snapshots step-N.safetensors of the highest N in the run directory.
+void prune_snapshots(const RunPaths& run, int64_t keep) {
+  std::vector<std::pair<int64_t, fs::path>> snaps;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || entry.path().extension() != ".safetensors") continue;
+    const std::string digits = name.substr(5, name.size() - 5 - 12);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    snaps.emplace_back(std::stoll(digits), entry.path());
+  }
+  std::sort(snaps.begin(), snaps.end());
+  for (size_t i = 0; i + size_t(keep) < snaps.size(); ++i) fs::remove(snaps[i].second, ec);
+}
+
 TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::string& config_toml,
                       const std::atomic<bool>* stop) {
   const bool root = group.is_root();
@@ -578,9 +563,12 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
                                              std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
+  if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
+  Tensor ema;  // --ema: the moving average of the weights, in the optimizer's flat layout
+  if (c.ema > 0) ema = opt->flat_params().clone();
   Progress p;
   if (resuming) {
-    p = load_checkpoint(run, group, d, model, *opt, it);
+    p = load_checkpoint(run, c, group, d, model, *opt, ema, it);
     if (root) truncate_metrics(run, p.step);
     spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
   }
@@ -588,6 +576,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   // ranks start identical whatever the platform.
   group.broadcast(opt->flat_params().data<float>(), opt->numel());
   opt->flat_params().bump_version();
+  if (ema.defined() && !resuming) ema.copy_(opt->flat_params());
 
   const int64_t n = model.parameter_count();
   const double opt_bytes = double(opt->state_tensors().size()) * 4.0 * double(n);
@@ -623,29 +612,39 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
 
   auto save = [&] {
     replica_diff = std::max(replica_diff, sync_replicas(group, *opt, dropout));
-    if (root) save_checkpoint(run, c, d, model, *opt, it, p, elapsed());
+    if (!root) return;
+    save_checkpoint(run, c, d, model, *opt, ema, it, p, elapsed());
+    if (c.keep_checkpoints > 0) {
+      save_weights(run.dir + "/step-" + std::to_string(p.step) + ".safetensors", c, model, d, p.step);
+      prune_snapshots(run, c.keep_checkpoints);
+    }
+    if (ema.defined()) {
+      const EmaWeights swap(ema, *opt);
+      save_weights(run.dir + "/ema.safetensors", c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
+    }
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the
   // same loss; the root logs and keeps the best model.
   auto do_validation = [&] {
-    const ValidResult v = validate(model, d, c, group);
+    const EmaWeights swap(ema, *opt);  // with --ema, the average is what is validated and kept
+    ValidResult v = validate(model, d, c, group);
     if (std::isnan(v.loss)) return false;
+    share_scores(group, v);
     write_metrics({{"kind", "valid"}, {"step", p.step}, {"loss", num(v.loss)}, {"ppl", num(std::exp(v.loss))},
                    {"bleu", num(v.bleu)}, {"chrf", num(v.chrf)}, {"exact", num(v.exact)},
                    {"elapsed_s", elapsed()}});
-    const bool improved = std::isnan(p.best_valid) || v.loss < p.best_valid;
+    const bool by_loss = c.best_metric == "loss";
+    const double value = by_loss ? v.loss : c.best_metric == "bleu" ? v.bleu : v.chrf;
+    const bool improved = !std::isnan(value) && (std::isnan(p.best_valid) ||
+                                                 (by_loss ? value < p.best_valid : value > p.best_valid));
     log(fmt::format("valid step {}: loss {:.4f} ppl {:.2f} BLEU {:.2f} chrF {:.2f}{}", p.step, v.loss,
-                    std::exp(v.loss), v.bleu, v.chrf, improved ? " (best)" : ""));
+                    std::exp(v.loss), v.bleu, v.chrf, improved ? fmt::format(" (best {})", c.best_metric) : ""));
     if (improved) {
-      p.best_valid = v.loss;
+      p.best_valid = value;
       p.bad_validations = 0;
-      if (root) {
-        const nn::NamedTensors weights = model.state_dict();
-        auto meta = run_metadata(c, model, d, weights);
-        meta["train.step"] = std::to_string(p.step);
-        meta["valid.loss"] = to_str(v.loss);
-        save_safetensors(run.best(), weights, meta);
-      }
+      if (root)
+        save_weights(run.best(), c, model, d, p.step,
+                     {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
     } else {
       ++p.bad_validations;
     }
@@ -667,7 +666,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     std::vector<data::Batch> batches;
     int64_t tokens = 0;
     for (int64_t i = 0; i < ranks * c.accum; ++i) {
+      const uint64_t epoch = it.epoch();
       data::Batch b = it.next();
+      if (c.word_dropout > 0) data::word_dropout(b, c.word_dropout, c.word_dropout, c.seed, epoch);
       tokens += b.tgt_tokens;
       if (i % ranks == rank) batches.push_back(std::move(b));
     }
@@ -724,6 +725,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     opt->step();
     opt->zero_grad();
     ++p.step;
+    if (ema.defined()) update_ema(ema, opt->flat_params(), c.ema, p.step);
     ++interval_steps;
     last_norm = norm;
     interval_loss += step_loss * double(tokens);
@@ -767,7 +769,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     do_validation();
   save();
   outcome.steps = p.step;
-  outcome.best_valid_loss = p.best_valid;
+  outcome.best_valid = p.best_valid;
   if (ranks > 1)
     spdlog::info("{} ranks; largest difference of a rank's parameters from rank 0's: {:g}{}", ranks,
                  replica_diff, replica_diff == 0 ? " (identical)" : " (resynchronized)");

@@ -11,7 +11,7 @@ namespace rosetta::cli {
 
 struct TrainOutcome {
   int64_t steps = 0;
-  double best_valid_loss = 0;  // NaN when never validated
+  double best_valid = 0;      // of --best-metric; NaN when never validated
   std::string stop_reason;     // "max-steps", "max-epochs", "max-time", "early-stopping", "interrupted"
 };
 

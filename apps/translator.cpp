@@ -14,6 +14,27 @@ namespace rosetta::cli {
 
 namespace fs = std::filesystem;
 
+// ------------------------------------------------------------------ run directory
+
+std::vector<std::pair<int64_t, std::string>> step_snapshots(const std::string& dir) {
+  constexpr std::string_view prefix = "step-", suffix = ".safetensors";
+  std::vector<std::pair<int64_t, std::string>> out;
+  const RunPaths run(dir);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
+      continue;
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    const int64_t step = std::stoll(digits);
+    // Only the canonical spelling: step-05 would otherwise be a second file for step 5.
+    if (run.snapshot(step) == run.dir + "/" + name) out.emplace_back(step, run.snapshot(step));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // ------------------------------------------------------------------ codec
 
 Codec Codec::sentencepiece(data::Tokenizer src, data::Tokenizer tgt) {
@@ -159,9 +180,21 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   ROSETTA_CHECK(fs::is_directory(dir), "--model ", dir, " is not a directory (give a run directory ",
                 "made by rosetta train)");
   const RunPaths run(dir);
-  std::string path = which == "last" || !fs::exists(run.best()) ? run.checkpoint() : run.best();
-  ROSETTA_CHECK(fs::exists(path), dir, " holds no model (no best.safetensors or ",
-                "checkpoint.safetensors): train one with rosetta train --out ", dir);
+  std::string path;
+  if (which == "best" || which == "last") {
+    path = which == "last" || !fs::exists(run.best()) ? run.checkpoint() : run.best();
+    ROSETTA_CHECK(fs::exists(path), dir, " holds no model (no best.safetensors or ",
+                  "checkpoint.safetensors): train one with rosetta train --out ", dir);
+  } else if (which == "averaged") {
+    path = run.averaged();
+    ROSETTA_CHECK(fs::exists(path), dir, " holds no averaged.safetensors; run rosetta average --model ", dir);
+  } else if (which == "ema") {
+    path = run.ema();
+    ROSETTA_CHECK(fs::exists(path), dir, " holds no ema.safetensors; train with rosetta train --ema DECAY ",
+                  "to keep an exponential moving average of the weights");
+  } else {
+    ROSETTA_FAIL("unknown checkpoint '", which, "' (best, last, averaged or ema)");
+  }
   Translator t;
   t.weights_path = path;
   const SafeTensors st = load_safetensors(path);  // checked before anything is built

@@ -1,7 +1,10 @@
 // A trained translator loaded from a run directory, and batched translation of text lines.
 //
 // A run directory holds: config.toml, src.model and tgt.model (SentencePiece), checkpoint.safetensors
-// (model + optimizer + progress), best.safetensors (best validation), train.log, metrics.jsonl.
+// (model + optimizer + progress), best.safetensors (best validation), train.log, metrics.jsonl;
+// with --keep-checkpoints K the model weights of the K newest saves, step-<STEP>.safetensors;
+// with --ema DECAY the exponential moving average of the weights, ema.safetensors; after
+// rosetta average, averaged.safetensors. All weights-only files share best.safetensors' format.
 #pragma once
 
 #include <map>
@@ -24,9 +27,17 @@ struct RunPaths {
   std::string tgt_model() const { return dir + "/tgt.model"; }
   std::string checkpoint() const { return dir + "/checkpoint.safetensors"; }
   std::string best() const { return dir + "/best.safetensors"; }
+  std::string averaged() const { return dir + "/averaged.safetensors"; }
+  std::string ema() const { return dir + "/ema.safetensors"; }
+  std::string snapshot(int64_t step) const { return dir + "/step-" + std::to_string(step) + ".safetensors"; }
   std::string log() const { return dir + "/train.log"; }
   std::string metrics() const { return dir + "/metrics.jsonl"; }
 };
+
+// The weights snapshots in a run directory, (step, path) by increasing step: the files named
+// exactly as RunPaths::snapshot names them (step-<STEP>.safetensors, STEP in decimal without
+// leading zeros). Other files, such as write_file_atomic's temporaries, are not listed.
+std::vector<std::pair<int64_t, std::string>> step_snapshots(const std::string& dir);
 
 // Text <-> ids. For translation, SentencePiece models; for the copy task, symbols written as
 // space-separated integers 0..N-1 (ids 4..N+3).
@@ -82,15 +93,24 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          int64_t batch_tokens,
                                                          int64_t* truncated = nullptr);
 
+// The values of translate's and eval's --checkpoint (Translator::load's `which`), and their help.
+inline const std::vector<std::string> kCheckpointChoices{"best", "last", "averaged", "ema"};
+inline constexpr const char* kCheckpointHelp =
+    "weights: best (best validation), last (latest checkpoint), averaged (rosetta average) or ema "
+    "(rosetta train --ema)";
+
 struct Translator {
   std::unique_ptr<nn::Transformer> model;
   Codec codec;
   std::map<std::string, std::string> metadata;
   std::string weights_path;
 
-  // Loads DIR/best.safetensors (or DIR/checkpoint.safetensors when there is no best yet, or
-  // `which` = "last"), with the codec the run used. Throws with a clear message when DIR holds
-  // no model.
+  // Loads a model of run DIR with the codec the run used; `which` picks its weights:
+  //   "best"      DIR/best.safetensors, or DIR/checkpoint.safetensors when there is no best yet
+  //   "last"      DIR/checkpoint.safetensors
+  //   "averaged"  DIR/averaged.safetensors (written by rosetta average)
+  //   "ema"       DIR/ema.safetensors (written by rosetta train --ema)
+  // Throws with a clear message when DIR holds no such file.
   static Translator load(const std::string& dir, const std::string& which = "best");
 
   std::vector<std::vector<nn::Hypothesis>> translate(const std::vector<std::string>& lines,

@@ -166,7 +166,23 @@ BatchIterator::BatchIterator(std::vector<TokenPair> pairs, const BatchOptions& o
 void BatchIterator::load_epoch(uint64_t epoch) {
   epoch_ = epoch;
   position_ = 0;
+  resample(epoch);
   plan_ = plan_epoch(pairs_, options_, epoch);
+}
+
+void BatchIterator::resample(uint64_t epoch) {
+  if (!resample_) return;
+  std::vector<TokenPair> pairs = resample_(epoch);
+  ROSETTA_CHECK(pairs.size() == pairs_.size(), "BatchIterator: the resampler gave ", pairs.size(),
+                " pairs for a corpus of ", pairs_.size());
+  check_pairs(pairs, options_);
+  pairs_ = std::move(pairs);
+}
+
+void BatchIterator::set_resampler(Resampler resample) {
+  ROSETTA_CHECK(position_ == 0, "BatchIterator::set_resampler: set it before the first batch of an epoch");
+  resample_ = std::move(resample);
+  load_epoch(epoch_);
 }
 
 Batch BatchIterator::next() {
@@ -184,6 +200,7 @@ void BatchIterator::restore(const BatchState& s) {
                 s.num_pairs, " pairs, this corpus has ", pairs_.size());
   BatchOptions o = options_;
   o.seed_ = s.seed;
+  resample(s.epoch);
   const EpochPlan plan = plan_epoch(pairs_, o, s.epoch);
   ROSETTA_CHECK(s.position < plan.size(), "BatchIterator::restore: position ", s.position,
                 " is past the end of epoch ", s.epoch, " (", plan.size(), " batches)");

@@ -246,6 +246,24 @@ size_t deduplicate(std::vector<SentencePair>& pairs) {
   return removed;
 }
 
+size_t remove_held_out_text(const Split& split, std::vector<SentencePair>& pairs) {
+  std::unordered_set<std::string_view> held_out;
+  for (const auto* part : {&split.valid, &split.test})
+    for (const SentencePair& p : *part) {
+      held_out.insert(p.src);
+      held_out.insert(p.tgt);
+    }
+  size_t w = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (held_out.count(pairs[i].src) || held_out.count(pairs[i].tgt)) continue;
+    if (w != i) pairs[w] = std::move(pairs[i]);
+    ++w;
+  }
+  const size_t removed = pairs.size() - w;
+  pairs.resize(w);
+  return removed;
+}
+
 DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
                                const std::filesystem::path& out_dir, const DingOptions& o) {
   LineReader reader(ding_path, LineReader::kDefaultMaxLineBytes);
@@ -270,6 +288,7 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
   counts.sentence_pairs = sentences.size();
   counts.duplicates = deduplicate(sentences);
   Split split = split_by_hash(sentences, o.valid_, o.test_);
+  counts.held_out_train = remove_held_out_text(split, split.train);
   ROSETTA_CHECK(!split.train.empty(), reader.name(), ": ", sentences.size(),
                 " sentence pairs found, none left for training after ", o.valid_, " valid and ",
                 o.test_, " test sources (is this the Ding de-en file?)");
@@ -285,6 +304,7 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
   counts.test = split.test.size();
   if (o.phrases_) {
     deduplicate(phrases);
+    counts.held_out_phrases = remove_held_out_text(split, phrases);
     write_atomically(out_dir, "phrases.tsv", phrases);
     counts.phrases = phrases.size();
   }

@@ -160,6 +160,25 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   return std::vector<int32_t>(ids.begin(), ids.end());
 }
 
+std::vector<std::vector<int32_t>> Tokenizer::nbest_encode(std::string_view text, int n) const {
+  ROSETTA_CHECK(n >= 1, "Tokenizer::nbest_encode: n must be positive, got ", n);
+  std::vector<std::vector<int>> nbest;
+  const auto st = sp().NBestEncode(text, n, &nbest);
+  std::vector<std::vector<int32_t>> out;
+  if (!st.ok() || nbest.empty()) {  // BPE has no n-best lattice: the one best segmentation
+    out.push_back(encode(text));
+    return out;
+  }
+  for (const auto& ids : nbest) out.emplace_back(ids.begin(), ids.end());
+  return out;
+}
+
+double Tokenizer::segmentation_score(const std::vector<int32_t>& ids) const {
+  double s = 0;
+  for (int32_t id : ids) s += sp().GetScore(id);
+  return s;
+}
+
 std::vector<std::string> Tokenizer::encode_pieces(std::string_view text) const {
   std::vector<std::string> pieces;
   const auto st = sp().Encode(text, &pieces);

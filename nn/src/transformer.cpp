@@ -26,6 +26,12 @@ void TransformerOptions::validate() const {
                 " is not divisible by heads ", heads());
   ROSETTA_CHECK(dropout() >= 0.0 && dropout() < 1.0, "model option dropout ", dropout(),
                 " outside [0, 1)");
+  // A negative value means unset (the same as dropout); NaN fails, as it is not < 1.
+  auto optional_p = [](const char* name, double p) {
+    ROSETTA_CHECK(p < 1.0, "model option ", name, " ", p, " outside [0, 1)");
+  };
+  optional_p("attention_dropout", attention_dropout());
+  optional_p("activation_dropout", activation_dropout());
   parse_activation(activation());
   ROSETTA_CHECK(!share_embeddings() || src_vocab() == tgt_vocab(),
                 "shared embeddings need equal vocabularies, got ", src_vocab(), " and ",
@@ -51,6 +57,8 @@ std::map<std::string, std::string> TransformerOptions::to_metadata() const {
           {"model.encoder_layers", std::to_string(encoder_layers())},
           {"model.decoder_layers", std::to_string(decoder_layers())},
           {"model.dropout", d(dropout())},
+          {"model.attention_dropout", d(attention_dropout_p())},
+          {"model.activation_dropout", d(activation_dropout_p())},
           {"model.activation", activation()},
           {"model.norm_first", b(norm_first())},
           {"model.share_embeddings", b(share_embeddings())},
@@ -61,6 +69,7 @@ std::map<std::string, std::string> TransformerOptions::to_metadata() const {
 }
 
 TransformerOptions TransformerOptions::from_metadata(const std::map<std::string, std::string>& m) {
+  auto has = [&](const char* key) { return m.count(std::string("model.") + key) > 0; };
   auto get = [&](const char* key) -> const std::string& {
     auto it = m.find(std::string("model.") + key);
     ROSETTA_CHECK(it != m.end(), "checkpoint metadata has no model.", key);
@@ -98,6 +107,9 @@ TransformerOptions TransformerOptions::from_metadata(const std::map<std::string,
   o.src_vocab(integer("src_vocab")).tgt_vocab(integer("tgt_vocab")).d_model(integer("d_model"));
   o.heads(integer("heads")).ff(integer("ff")).encoder_layers(integer("encoder_layers"));
   o.decoder_layers(integer("decoder_layers")).dropout(real("dropout"));
+  // Absent in checkpoints from before these options: left unset, i.e. the same as dropout.
+  if (has("attention_dropout")) o.attention_dropout(real("attention_dropout"));
+  if (has("activation_dropout")) o.activation_dropout(real("activation_dropout"));
   o.activation(get("activation")).norm_first(boolean("norm_first"));
   o.share_embeddings(boolean("share_embeddings")).tie_output(boolean("tie_output"));
   o.max_len(integer("max_len")).pad_id(int32_t(integer("pad_id")));
@@ -115,17 +127,27 @@ Var sublayer(const Var& x, bool norm_first, const LayerNorm& norm, const Dropout
   if (norm_first) return x + drop.forward(f(norm.forward(x)));
   return norm.forward(x + drop.forward(f(x)));
 }
+
+std::shared_ptr<MultiHeadAttention> make_attention(const TransformerOptions& o,
+                                                   std::shared_ptr<Generator> dg, Generator& ig) {
+  return std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.attention_dropout_p(),
+                                              std::move(dg), ig);
+}
+
+std::shared_ptr<FeedForward> make_feed_forward(const TransformerOptions& o,
+                                               std::shared_ptr<Generator> dg, Generator& ig) {
+  return std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
+                                       o.activation_dropout_p(), std::move(dg), ig);
+}
 }  // namespace
 
 EncoderLayer::EncoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dg,
                            Generator& ig)
     : norm_first_(o.norm_first()) {
-  self_attn = register_module("self_attn",
-                              std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
+  self_attn = register_module("self_attn", make_attention(o, dg, ig));
   norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
   norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
-  ff = register_module("ff", std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
-                                                           o.dropout(), dg, ig));
+  ff = register_module("ff", make_feed_forward(o, dg, ig));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dg));
 }
 
@@ -138,15 +160,12 @@ Var EncoderLayer::forward(const Var& x_in, const Tensor& mask) const {
 DecoderLayer::DecoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dg,
                            Generator& ig)
     : norm_first_(o.norm_first()) {
-  self_attn = register_module("self_attn",
-                              std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
-  cross_attn = register_module("cross_attn",
-                               std::make_shared<MultiHeadAttention>(o.d_model(), o.heads(), o.dropout(), dg, ig));
+  self_attn = register_module("self_attn", make_attention(o, dg, ig));
+  cross_attn = register_module("cross_attn", make_attention(o, dg, ig));
   norm1 = register_module("norm1", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
   norm2 = register_module("norm2", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
   norm3 = register_module("norm3", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
-  ff = register_module("ff", std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
-                                                           o.dropout(), dg, ig));
+  ff = register_module("ff", make_feed_forward(o, dg, ig));
   dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dg));
 }
 

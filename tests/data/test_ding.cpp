@@ -184,7 +184,7 @@ TEST_CASE("ding: prepare_ding_corpus writes the splits and counts", "[data]") {
   // Ablöse 1, Abmeldebestätigung 1, Teufel 2, Fleiß 2, Leine 3, Teufel again 2.
   CHECK(c.sentence_pairs == 11);
   CHECK(c.duplicates == 2);
-  CHECK(c.valid + c.test + c.train == 9);
+  CHECK(c.valid + c.test + c.train + c.held_out_train == 9);
   CHECK(c.valid == 1);
   CHECK(c.test == 1);
   CHECK(c.phrases > 0);
@@ -209,6 +209,36 @@ TEST_CASE("ding: prepare_ding_corpus writes the splits and counts", "[data]") {
   CHECK(again.train == c.train);
   CHECK(dir.read("corpus/train.tsv") == first);
   CHECK_FALSE(std::filesystem::exists(out / "train.tsv.tmp"));
+}
+
+TEST_CASE("ding: no validation or test sentence occurs in a training file", "[data]") {
+  // Two German sentences with one English translation: whichever lands in valid or test, the
+  // training pair that shares its English side is removed; so are phrases equal to held-out text.
+  Split split;
+  split.valid = {{"Hau ab!", "Get lost!"}};
+  split.test = {{"Topp!", "Done!"}};
+  Pairs train = {{"Zieh Leine!", "Get lost!"}, {"Gut.", "Fine."}, {"Topp!", "Agreed!"}, {"Erledigt.", "Done!"}};
+  CHECK(remove_held_out_text(split, train) == 3);
+  CHECK(train == Pairs{{"Gut.", "Fine."}});
+
+  // The whole pipeline, on the sample and with every split size: train.tsv and phrases.tsv share
+  // no source or target text with valid.tsv and test.tsv.
+  rosetta::test::TempDir dir;
+  const auto ding = dir.write("de-en", kSample);
+  for (size_t n = 1; n <= 3; ++n) {
+    const auto out = dir.path() / ("corpus" + std::to_string(n));
+    prepare_ding_corpus(ding, out, DingOptions().valid(n).test(n).phrases(true));
+    std::set<std::string> held_out;
+    for (const char* f : {"valid.tsv", "test.tsv"})
+      for (const auto& p : read_tsv(out / f).pairs) held_out.insert({p.src, p.tgt});
+    REQUIRE(held_out.size() >= 2);
+    for (const char* f : {"train.tsv", "phrases.tsv"})
+      for (const auto& p : read_tsv(out / f).pairs) {
+        INFO(f << ": " << p.src << " ||| " << p.tgt);
+        CHECK(held_out.count(p.src) == 0);
+        CHECK(held_out.count(p.tgt) == 0);
+      }
+  }
 }
 
 TEST_CASE("ding: prepare_ding_corpus errors", "[data]") {

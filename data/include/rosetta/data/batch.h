@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +104,12 @@ class BatchIterator {
   // Continues from a saved state (its seed replaces options.seed).
   void restore(const BatchState& state);
 
+  // Replaces the pairs at the start of every epoch with resample(epoch): the same number of
+  // pairs, in the same order (e.g. new segmentations of the same sentences, see
+  // SegmentationSampler). Takes effect at once for the current epoch; set it before next().
+  using Resampler = std::function<std::vector<TokenPair>(uint64_t epoch)>;
+  void set_resampler(Resampler resample);
+
   uint64_t epoch() const { return epoch_; }
   uint64_t position() const { return position_; }
   size_t batches_in_epoch() const { return plan_.size(); }
@@ -111,12 +118,14 @@ class BatchIterator {
 
  private:
   void load_epoch(uint64_t epoch);
+  void resample(uint64_t epoch);  // pairs_ = resample_(epoch), if set
 
   std::vector<TokenPair> pairs_;
   BatchOptions options_;
   uint64_t epoch_ = 0;
   uint64_t position_ = 0;
   EpochPlan plan_;  // batches of epoch_
+  Resampler resample_;
 };
 
 }  // namespace rosetta::data

@@ -73,6 +73,11 @@ struct Split {
 // on the order of `pairs`, only the order within each split does.
 Split split_by_hash(const std::vector<SentencePair>& pairs, size_t n_valid, size_t n_test);
 
+// Removes, keeping the order, every pair whose source or target is the text of a source or a
+// target in split.valid or split.test (the same English sentence can translate several German
+// ones, which the split by source puts in different parts); returns how many were removed.
+size_t remove_held_out_text(const Split& split, std::vector<SentencePair>& pairs);
+
 // Keeps the first occurrence of each identical pair, in order; returns how many were removed.
 size_t deduplicate(std::vector<SentencePair>& pairs);
 
@@ -83,6 +88,8 @@ struct DingCounts {
   size_t duplicates = 0;       // identical sentence pairs removed
   size_t train = 0, valid = 0, test = 0;
   size_t phrases = 0;          // pairs in phrases.tsv (0 unless options.phrases)
+  // training pairs and phrases removed because a side is the text of a valid or test sentence
+  size_t held_out_train = 0, held_out_phrases = 0;
 };
 
 // Reads the Ding file, writes OUT_DIR/train.tsv, valid.tsv, test.tsv (and phrases.tsv when

@@ -90,6 +90,11 @@ class Tokenizer {
 
   // Text -> ids, without bos/eos.
   std::vector<int32_t> encode(std::string_view text) const;
+  // Up to n segmentations of `text`, most probable first (unigram models; BPE models give
+  // only the best one). Deterministic: subword regularization samples among them.
+  std::vector<std::vector<int32_t>> nbest_encode(std::string_view text, int n) const;
+  // The model's log-probability of a segmentation: the sum of its pieces' scores.
+  double segmentation_score(const std::vector<int32_t>& ids) const;
   // Text -> pieces ("▁Gu", "ten"), for inspection.
   std::vector<std::string> encode_pieces(std::string_view text) const;
   // Ids -> text, skipping pad/bos/eos. Throws on ids outside [0, vocab_size).

@@ -25,7 +25,9 @@ struct TransformerOptions {
   ROSETTA_ARG(int64_t, ff) = 1024;
   ROSETTA_ARG(int64_t, encoder_layers) = 3;
   ROSETTA_ARG(int64_t, decoder_layers) = 3;
-  ROSETTA_ARG(double, dropout) = 0.1;
+  ROSETTA_ARG(double, dropout) = 0.1;             // residual and embedding dropout
+  ROSETTA_ARG(double, attention_dropout) = -1;    // on attention probabilities; < 0: dropout
+  ROSETTA_ARG(double, activation_dropout) = -1;   // after the feed-forward activation; < 0: dropout
   ROSETTA_ARG(std::string, activation) = "relu";  // relu | gelu
   ROSETTA_ARG(bool, norm_first) = true;           // pre-norm; false = post-norm
   ROSETTA_ARG(bool, share_embeddings) = false;    // one table for source and target
@@ -37,7 +39,17 @@ struct TransformerOptions {
  public:
   // Throws a clear error for any invalid combination (e.g. d_model not divisible by heads).
   void validate() const;
-  // Round trip through string metadata (checkpoint headers).
+  // The dropout probabilities the layers use: attention_dropout / activation_dropout, or
+  // dropout when those are unset (negative).
+  double attention_dropout_p() const {
+    return attention_dropout() < 0 ? dropout() : attention_dropout();
+  }
+  double activation_dropout_p() const {
+    return activation_dropout() < 0 ? dropout() : activation_dropout();
+  }
+  // Round trip through string metadata (checkpoint headers). attention_dropout and
+  // activation_dropout are written resolved (the _p values); metadata without them (older
+  // checkpoints) leaves them unset.
   std::map<std::string, std::string> to_metadata() const;
   static TransformerOptions from_metadata(const std::map<std::string, std::string>& meta);
 };

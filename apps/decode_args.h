@@ -1,0 +1,33 @@
+// The search flags `translate` and `eval` share, with the defaults of the default translator
+// (chosen on the validation set; README, "The default translator").
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "rosetta/nn/search.h"
+
+namespace rosetta::cli {
+
+struct DecodeArgs {
+  int beam = 4;
+  double length_penalty = 1.0;
+  // A source of S tokens gets at most a * S + b target tokens: a runaway repetition stops there.
+  double max_len_a = 1.5;
+  int64_t max_len_b = 10;
+
+  nn::SearchOptions options() const {
+    return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b);
+  }
+};
+
+inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
+  cmd.add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd.add_option("--length-penalty", a.length_penalty, "score = log-prob / length^A")
+      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  cmd.add_option("--max-len-a", a.max_len_a, "at most A x source tokens + B target tokens")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  cmd.add_option("--max-len-b", a.max_len_b, "see --max-len-a")->check(CLI::Range(int64_t(0), int64_t(1) << 20))
+      ->capture_default_str();
+}
+
+}  // namespace rosetta::cli
