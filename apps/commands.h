@@ -12,6 +12,7 @@ void register_translate(CLI::App& app);
 void register_eval(CLI::App& app);   // eval and score
 void register_plot(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_sweep(CLI::App& app);  // train a grid of configurations, select the best
 void register_average(CLI::App& app);
 
 }  // namespace rosetta::cli

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   rosetta::cli::register_eval(app);
   rosetta::cli::register_plot(app);
   rosetta::cli::register_bench(app);
+  rosetta::cli::register_sweep(app);
   rosetta::cli::register_average(app);
   rosetta::cli::register_prepare_corpus(app);
   if (const std::string cmd = unknown_command(app, argc, argv); !cmd.empty()) {

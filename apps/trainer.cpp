@@ -397,6 +397,26 @@ size_t measure_batch_memory(nn::Transformer& model, optim::Optimizer& opt, const
   return peak - before;
 }
 
+// The share of padding in the current epoch's batches (source, target): compute spent on
+// nothing, which length bucketing keeps small.
+std::pair<double, double> padding_share(const data::BatchIterator& it) {
+  const auto plan = data::plan_epoch(it.pairs(), it.options(), it.epoch());
+  double src_real = 0, src_all = 0, tgt_real = 0, tgt_all = 0;
+  for (const auto& batch : plan) {
+    size_t s = 0, t = 0;
+    for (uint32_t i : batch) {
+      const auto& p = it.pairs()[i];
+      s = std::max(s, p.src.size());
+      t = std::max(t, p.tgt.size() + 1);
+      src_real += double(p.src.size());
+      tgt_real += double(p.tgt.size() + 1);
+    }
+    src_all += double(s * batch.size());
+    tgt_all += double(t * batch.size());
+  }
+  return {1 - src_real / std::max(src_all, 1.0), 1 - tgt_real / std::max(tgt_all, 1.0)};
+}
+
 class MetricsFile {
  public:
   explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {
@@ -585,7 +605,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
                "activations {}",
                n, human_bytes(4.0 * double(n)), human_bytes(4.0 * double(n)), human_bytes(opt_bytes),
                opt->name(), human_bytes(double(act)));
-  spdlog::info("schedule: {}; {} batches per epoch", schedule->describe(), it.batches_in_epoch());
+  const auto [src_pad, tgt_pad] = padding_share(it);
+  spdlog::info("schedule: {}; {} batches per epoch, padding {:.1f}% of source and {:.1f}% of target positions",
+               schedule->describe(), it.batches_in_epoch(), 100 * src_pad, 100 * tgt_pad);
 
   std::optional<MetricsFile> metrics;  // the root's
   if (root) metrics.emplace(run.metrics());
