@@ -66,7 +66,7 @@ struct TrainConfig {
   int64_t early_stopping = 0;  // validations without improvement before stopping (0 = off)
   std::string best_metric = "loss";  // best.safetensors and early stopping by: loss | bleu | chrf
   // weights
-  double ema = 0;                // decay of an exponential moving average of the weights (0 = off)
+  double ema = 0.999;            // decay of an exponential moving average of the weights (0 = off)
   int64_t keep_checkpoints = 0;  // weight snapshots step-N.safetensors kept (for rosetta average)
   // run
   uint64_t seed = 1;

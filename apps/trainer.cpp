@@ -65,7 +65,7 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
 void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
   const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
-                              run.metrics()};
+                              run.metrics(), run.ema()};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -516,16 +516,8 @@ void save_weights(const std::string& path, const TrainConfig& c, const nn::Trans
 
 // Keeps the `keep` snapshots step-N.safetensors of the highest N in the run directory.
 void prune_snapshots(const RunPaths& run, int64_t keep) {
-  std::vector<std::pair<int64_t, fs::path>> snaps;
+  const auto snaps = step_snapshots(run.dir);  // by step
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) != 0 || entry.path().extension() != ".safetensors") continue;
-    const std::string digits = name.substr(5, name.size() - 5 - 12);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    snaps.emplace_back(std::stoll(digits), entry.path());
-  }
-  std::sort(snaps.begin(), snaps.end());
   for (size_t i = 0; i + size_t(keep) < snaps.size(); ++i) fs::remove(snaps[i].second, ec);
 }
 
@@ -637,12 +629,12 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     if (!root) return;
     save_checkpoint(run, c, d, model, *opt, ema, it, p, elapsed());
     if (c.keep_checkpoints > 0) {
-      save_weights(run.dir + "/step-" + std::to_string(p.step) + ".safetensors", c, model, d, p.step);
+      save_weights(run.snapshot(p.step), c, model, d, p.step);
       prune_snapshots(run, c.keep_checkpoints);
     }
     if (ema.defined()) {
       const EmaWeights swap(ema, *opt);
-      save_weights(run.dir + "/ema.safetensors", c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
+      save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
     }
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the

@@ -28,7 +28,7 @@ const TempDir& trained_run() {
   static const TempDir dir("average_run");
   static const bool trained = [] {
     const RunResult r = run_rosetta(
-        "train --task copy --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 "
+        "train --ema 0 --task copy --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 "
         "--max-tokens 256 --lr 3e-3 --warmup 5 --dropout 0 --copy-symbols 8 --copy-min-len 3 --copy-max-len 6 "
         "--copy-train-size 200 --threads 1 --max-steps 10 --validate-every 10 --out " + dir.str());
     INFO(r.output);
