@@ -6,6 +6,8 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
+#include "report.h"
+#include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
 #include "text_io.h"
@@ -15,22 +17,21 @@ namespace rosetta::cli {
 
 namespace {
 
-void report(const std::vector<std::string>& hyps, const std::vector<std::string>& refs, bool as_json,
-            nlohmann::json extra = nlohmann::json::object()) {
+// Prints the scores (as JSON: `extra` with them) and returns that JSON.
+nlohmann::json report(const std::vector<std::string>& hyps, const std::vector<std::string>& refs, bool as_json,
+                      nlohmann::json extra = nlohmann::json::object()) {
   const auto bleu = data::corpus_bleu(hyps, refs);
   const auto chrf = data::corpus_chrf(hyps, refs);
-  if (as_json) {
-    extra["bleu"] = bleu.score;
-    extra["chrf"] = chrf.score;
-    extra["bleu_precisions"] = bleu.precisions;
-    extra["brevity_penalty"] = bleu.bp;
-    extra["hyp_len"] = bleu.hyp_len;
-    extra["ref_len"] = bleu.ref_len;
-    extra["sentences"] = hyps.size();
-    std::cout << extra.dump() << "\n";
-  } else {
-    std::cout << bleu.str() << "\n" << chrf.str() << "\n";
-  }
+  extra["bleu"] = bleu.score;
+  extra["chrf"] = chrf.score;
+  extra["bleu_precisions"] = bleu.precisions;
+  extra["brevity_penalty"] = bleu.bp;
+  extra["hyp_len"] = bleu.hyp_len;
+  extra["ref_len"] = bleu.ref_len;
+  extra["sentences"] = hyps.size();
+  if (as_json) std::cout << extra.dump() << "\n";
+  else std::cout << bleu.str() << "\n" << chrf.str() << "\n";
+  return extra;
 }
 
 struct EvalArgs {
@@ -68,8 +69,18 @@ void run_eval(const EvalArgs& a) {
     all += text.back() + "\n";
   }
   if (!a.output.empty()) write_text(a.output, all);
-  report(text, refs, a.json, {{"model", t.weights_path}, {"beam", a.decode.beam}, {"length_penalty", a.decode.length_penalty},
-                                {"max_len_a", a.decode.max_len_a}, {"max_len_b", a.decode.max_len_b}});
+  nlohmann::json scores = report(text, refs, a.json,
+                                 {{"model", t.weights_path}, {"beam", a.decode.beam},
+                                  {"length_penalty", a.decode.length_penalty}, {"max_len_a", a.decode.max_len_a},
+                                  {"max_len_b", a.decode.max_len_b}});
+  // For rosetta report; the scores are printed already, so a run directory that cannot be
+  // written to is only a warning.
+  scores["test"] = a.test.empty() ? a.src + " / " + a.ref : a.test;
+  try {
+    write_file_atomic(eval_path(a.model), scores.dump(2) + "\n");
+  } catch (const Error& e) {
+    spdlog::warn("could not write {}: {}", eval_path(a.model), e.what());
+  }
 }
 
 struct ScoreArgs {

@@ -14,5 +14,6 @@ void register_plot(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_sweep(CLI::App& app);  // train a grid of configurations, select the best
 void register_average(CLI::App& app);
+void register_report(CLI::App& app);   // an HTML page about training runs
 
 }  // namespace rosetta::cli

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   rosetta::cli::register_bench(app);
   rosetta::cli::register_sweep(app);
   rosetta::cli::register_average(app);
+  rosetta::cli::register_report(app);
   rosetta::cli::register_prepare_corpus(app);
   if (const std::string cmd = unknown_command(app, argc, argv); !cmd.empty()) {
     std::string names;

@@ -19,6 +19,7 @@
 #include "distributed.h"
 #include "log.h"
 #include "replicas.h"
+#include "report.h"
 #include "run_data.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
@@ -65,7 +66,7 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
 void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
   const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
-                              run.metrics(), run.ema()};
+                              run.metrics(), run.ema(), translations_path(run.dir), report_path(run.dir)};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -236,23 +237,27 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
   return p;
 }
 
-// Keeps the metrics of steps up to `step` (those a resumed run will not repeat).
+// Keeps the lines of metrics.jsonl and translations.jsonl of steps up to `step` (those a resumed
+// run will not repeat).
 void truncate_metrics(const RunPaths& run, int64_t step) {
-  std::ifstream in(run.metrics());
-  if (!in) return;
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    const json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer()) continue;
-    if (j["step"].get<int64_t>() <= step) kept += line + "\n";
+  for (const std::string& path : {run.metrics(), translations_path(run.dir)}) {
+    std::ifstream in(path);
+    if (!in) continue;
+    std::string line, kept;
+    while (std::getline(in, line)) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+      if (j["step"].get<int64_t>() <= step) kept += line + "\n";
+    }
+    write_file_atomic(path, kept);
   }
-  write_file_atomic(run.metrics(), kept);
 }
 
 // ------------------------------------------------------------------ validation
 
 struct ValidResult {
   double loss = kNaN, bleu = kNaN, chrf = kNaN, exact = kNaN;
+  std::vector<std::string> src, ref, hyp;  // the root's first kReportSentences, for the report
 };
 
 // Strings as one message: each as its byte length, ':', its bytes (any bytes).
@@ -318,6 +323,11 @@ ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig
     r.bleu = data::corpus_bleu(hyps, refs).score;
     r.chrf = data::corpus_chrf(hyps, refs).score;
     r.exact = double(exact) / double(n);
+    for (size_t i = 0; i < std::min(n, kReportSentences); ++i) {
+      r.src.push_back(d.valid_text[i].src);
+      r.ref.push_back(refs[i]);
+      r.hyp.push_back(hyps[i]);
+    }
   }
   model.train();
   return r;
@@ -556,6 +566,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     if (!config_toml.empty()) write_file_atomic(run.config(), config_toml);
     write_tokenizers(run, d);
     write_file_atomic(run.metrics(), "");  // a fresh run's metrics start empty
+    write_file_atomic(translations_path(run.dir), "");
   }
   for (const std::string& note : d.notes) spdlog::info("{}", note);
   spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
@@ -661,6 +672,14 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
                      {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
     } else {
       ++p.bad_validations;
+    }
+    if (root) {  // the report follows the run; it never stops training
+      try {
+        if (!v.hyp.empty()) append_translations(run.dir, p.step, v.src, v.ref, v.hyp);
+        write_report({run.dir}, report_path(run.dir));
+      } catch (const std::exception& e) {
+        spdlog::warn("could not update {}: {}", report_path(run.dir), e.what());
+      }
     }
     return c.early_stopping > 0 && p.bad_validations >= c.early_stopping;
   };

@@ -7,6 +7,11 @@ set -euo pipefail
 packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
           libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
           clang-14 libclang-rt-14-dev libomp-14-dev)
+# --test (scripts/run-tests.sh): also chromium, in which the rosetta report tests render their
+# pages headless (without it they print a message and skip that part).
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(chromium)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,7 +4,7 @@
 # (scripts/ci-extra.sh; skip them with ROSETTA_SKIP_EXTRA=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 bash scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
 if [[ -z "${ROSETTA_SKIP_EXTRA:-}" ]]; then

@@ -151,9 +151,9 @@ EncoderLayer::EncoderLayer(const TransformerOptions& o, std::shared_ptr<Generato
   dropout_ = register_module("dropout", std::make_shared<Dropout>(o.dropout(), dg));
 }
 
-Var EncoderLayer::forward(const Var& x_in, const Tensor& mask) const {
+Var EncoderLayer::forward(const Var& x_in, const Tensor& mask, Tensor* self_weights) const {
   Var x = sublayer(x_in, norm_first_, *norm1, *dropout_,
-                   [&](const Var& h) { return self_attn->forward(h, h, mask); });
+                   [&](const Var& h) { return self_attn->forward(h, h, mask, self_weights); });
   return sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) { return ff->forward(h); });
 }
 
@@ -170,9 +170,9 @@ DecoderLayer::DecoderLayer(const TransformerOptions& o, std::shared_ptr<Generato
 }
 
 Var DecoderLayer::forward(const Var& x_in, const Var& memory, const Tensor& self_mask,
-                          const Tensor& cross_mask, Tensor* cross_weights) const {
+                          const Tensor& cross_mask, Tensor* cross_weights, Tensor* self_weights) const {
   Var x = sublayer(x_in, norm_first_, *norm1, *dropout_,
-                   [&](const Var& h) { return self_attn->forward(h, h, self_mask); });
+                   [&](const Var& h) { return self_attn->forward(h, h, self_mask, self_weights); });
   x = sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) {
     return cross_attn->forward(h, memory, cross_mask, cross_weights);
   });
@@ -346,6 +346,25 @@ Var Transformer::decode(const Tensor& tgt_in, const Var& memory, const Tensor& s
 }
 
 Var Transformer::project(const Var& hidden) const { return linear(hidden, out_weight, out_bias); }
+
+// encode and decode, layer by layer, keeping every layer's probabilities.
+Transformer::AttentionWeights Transformer::attention_weights(const Tensor& src, const Tensor& tgt_in) const {
+  ROSETTA_CHECK(src.dim() == 2 && tgt_in.dim() == 2 && src.shape()[0] == tgt_in.shape()[0],
+                "attention_weights: source ", src.shape(), " and target ", tgt_in.shape(),
+                " must be [B, S] and [B, T]");
+  AttentionWeights w;
+  const Tensor src_mask = padding_mask(src, options_.pad_id());
+  Var x = embed(*src_embed, src, 0);
+  for (const auto& layer : encoder->layers) x = layer->forward(x, src_mask, &w.encoder_self.emplace_back());
+  const Var memory = encoder->norm->forward(x);
+  const Tensor self_mask =
+      combine_masks(causal_mask(tgt_in.shape()[1]), padding_mask(tgt_in, options_.pad_id()));
+  Var y = embed(*tgt_embed, tgt_in, 0);
+  for (const auto& layer : decoder->layers)
+    y = layer->forward(y, memory, self_mask, src_mask, &w.decoder_cross.emplace_back(),
+                       &w.decoder_self.emplace_back());
+  return w;
+}
 
 Var Transformer::forward(const Tensor& src, const Tensor& tgt_in) const {
   ROSETTA_CHECK(src.dim() == 2 && tgt_in.dim() == 2 && src.shape()[0] == tgt_in.shape()[0],

@@ -58,8 +58,9 @@ class EncoderLayer : public Module {
  public:
   EncoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen,
                Generator& init_gen);
-  // x [B, S, D]; mask: source key padding.
-  Var forward(const Var& x, const Tensor& mask) const;
+  // x [B, S, D]; mask: source key padding. self_weights, if given, receives the
+  // self-attention probabilities [B, H, S, S].
+  Var forward(const Var& x, const Tensor& mask, Tensor* self_weights = nullptr) const;
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<LayerNorm> norm1, norm2;
   std::shared_ptr<FeedForward> ff;
@@ -80,9 +81,10 @@ class DecoderLayer : public Module {
   DecoderLayer(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen,
                Generator& init_gen);
   // x [B, T, D], memory [B, S, D]; self_mask: causal (+ target padding); cross_mask: source
-  // padding. cross_weights, if given, receives the cross-attention probabilities.
+  // padding. cross_weights / self_weights, if given, receive the cross-attention [B, H, T, S]
+  // and self-attention [B, H, T, T] probabilities.
   Var forward(const Var& x, const Var& memory, const Tensor& self_mask, const Tensor& cross_mask,
-              Tensor* cross_weights = nullptr) const;
+              Tensor* cross_weights = nullptr, Tensor* self_weights = nullptr) const;
   // One step: x [B, 1, D] at position `pos`, with the cache holding positions < pos.
   Var step(const Var& x, int64_t pos, LayerCache& cache, const Tensor& cross_mask,
            Tensor* cross_weights = nullptr) const;
@@ -139,6 +141,16 @@ class Transformer : public Module {
   Var decode(const Tensor& tgt_in, const Var& memory, const Tensor& src_mask,
              Tensor* cross_weights = nullptr) const;
   Var project(const Var& hidden) const;  // [.., D] -> [.., V]
+
+  // The attention probabilities of every layer for src [B, S] and tgt_in [B, T] (teacher
+  // forced), for inspection: one tensor per layer, [B, H, rows, keys]. Call in eval mode (no
+  // dropout on the probabilities) under NoGradGuard.
+  struct AttentionWeights {
+    std::vector<Tensor> encoder_self;   // [B, H, S, S]
+    std::vector<Tensor> decoder_self;   // [B, H, T, T]
+    std::vector<Tensor> decoder_cross;  // [B, H, T, S]
+  };
+  AttentionWeights attention_weights(const Tensor& src, const Tensor& tgt_in) const;
 
   // Incremental decoding (call under NoGradGuard): start from the source, then feed one
   // token per row per step and get that step's logits [B, V].

@@ -1,0 +1,53 @@
+// rosetta report: one self-contained HTML page about one or more training runs: curves (against
+// step or wall time, several runs overlaid), configurations side by side, data statistics,
+// test scores, validation translations over time and attention heatmaps of the best model.
+// The page fetches nothing: its style sheet, script and data are inline.
+//
+// What it reads from a run directory (all optional but metrics.jsonl; missing parts are noted
+// on the page): metrics.jsonl, config.toml, train.log, translations.jsonl, eval.json, and the
+// best model (best.safetensors, else checkpoint.safetensors) for the heatmaps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rosetta::cli {
+
+// The validation sentences the trainer records at every validation, for the report.
+inline constexpr size_t kReportSentences = 5;
+
+std::string translations_path(const std::string& run_dir);  // RUN/translations.jsonl
+std::string report_path(const std::string& run_dir);        // RUN/report.html
+std::string eval_path(const std::string& run_dir);          // RUN/eval.json (rosetta eval)
+
+// Appends {"step": S, "src": [...], "ref": [...], "hyp": [...]}, the first kReportSentences of
+// each, as one line of RUN/translations.jsonl, flushed.
+void append_translations(const std::string& run_dir, int64_t step, const std::vector<std::string>& src,
+                         const std::vector<std::string>& ref, const std::vector<std::string>& hyp);
+
+struct ReportOptions {
+  bool attention = true;               // decode the sentences with each run's best model
+  size_t max_points = 2000;            // per training curve; longer ones are averaged in buckets
+  size_t max_translation_rows = 40;    // validations shown per sentence (evenly spaced)
+  int64_t max_attention_tokens = 60;   // longer sentences are cut in the heatmaps
+};
+
+// The page for the run directories `runs` (one or more). A malformed line of a run's files is
+// skipped with a warning (logged, and listed on the page) naming the file and line; throws only
+// when a run directory does not exist.
+std::string report_html(const std::vector<std::string>& runs, const ReportOptions& options = {});
+
+// report_html written to `out` atomically.
+void write_report(const std::vector<std::string>& runs, const std::string& out,
+                  const ReportOptions& options = {});
+
+// Text for HTML: & < > " ' as entities.
+std::string html_escape(std::string_view text);
+
+// The page's style sheet and script (report_assets.cpp).
+const char* report_css();
+const char* report_js();
+
+}  // namespace rosetta::cli
