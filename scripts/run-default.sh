@@ -4,7 +4,8 @@
 # score it on the held-out test set, and translate a few sentences.
 #
 # Outputs: data/de-en/{train,valid,test}.tsv and the run directory runs/de-en (config.toml,
-# tokenizers, checkpoint.safetensors, best.safetensors, train.log, metrics.jsonl, curves.svg).
+# tokenizers, checkpoint.safetensors, best.safetensors, ema.safetensors, train.log, metrics.jsonl,
+# curves.svg, report.html).
 # Running it again resumes the run where it stopped (and then only evaluates, if it finished).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,8 @@ fi
 build/rosetta plot --run "$run" --out "$run/curves.svg"
 echo "== test set (beam 4):"
 build/rosetta eval --model "$run" --test data/de-en/test.tsv --beam 4 --output "$run/test.hyp.txt"
+build/rosetta report "$run" --out "$run/report.html"  # curves, translations, attention, test scores
+echo "== report: open $run/report.html in a browser"
 echo "== translations:"
 printf '%s\n' "Ich habe heute keine Zeit." "Das Wetter ist schön." "Wo ist der Bahnhof?" \
   "Er hat das Buch gestern gelesen." "Kannst du mir bitte helfen?" |
