@@ -83,6 +83,7 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
     valid = read_corpus(c.valid, c.valid_src, c.valid_tgt);
     d.notes.push_back(fmt::format("validation corpus: {} pairs", valid.pairs.size()));
   }
+  const std::vector<data::SentencePair> extra = read_extra(c, valid, d);  // before the slow tokenizer
   if (group.is_root()) {
     if (resuming) {
       d.src_model = read_file(run.src_model());
@@ -120,7 +121,6 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   // The training pairs as text: the sentence pairs --train-repeat times, then the extra pairs.
   std::vector<data::SentencePair> text;
   for (int64_t r = 0; r < c.train_repeat; ++r) text.insert(text.end(), train.pairs.begin(), train.pairs.end());
-  std::vector<data::SentencePair> extra = read_extra(c, valid, d);
   const size_t n_sentences = text.size();
   text.insert(text.end(), extra.begin(), extra.end());
   // The source prefix of each pair: the tag on extra pairs, nothing on the others.
