@@ -183,6 +183,8 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(extra_max >= 0, "--extra-max must not be negative, got ", extra_max);
   ROSETTA_CHECK(sp_nbest >= 0 && sp_nbest <= 64, "--sp-nbest ", sp_nbest, " outside [0, 64]");
   non_negative("sp-alpha", sp_alpha);
+  ROSETTA_CHECK(sp_nbest < 2 || tokenizer == "unigram", "--sp-nbest ", sp_nbest,
+                " needs --tokenizer unigram: a BPE model has one segmentation per sentence");
   ROSETTA_CHECK(ema >= 0 && ema < 1, "--ema ", ema, " outside [0, 1)");
   ROSETTA_CHECK(keep_checkpoints >= 0, "--keep-checkpoints must not be negative, got ", keep_checkpoints);
   ROSETTA_CHECK(std::isfinite(valid_length_penalty), "--valid-length-penalty must be a number");
