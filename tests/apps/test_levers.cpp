@@ -105,3 +105,23 @@ TEST_CASE("levers: best.safetensors follows --best-metric", "[cli][levers]") {
     CHECK(st.metadata.at("train.step") == std::to_string(best_step));
   }
 }
+
+TEST_CASE("levers: bad values are named before anything is written", "[cli][levers]") {
+  TempDir work("levers_bad");
+  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(50, 1));
+  const std::string train = "train --train " + (work / "train.tsv") + " --out " + (work / "run") + " ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--word-dropout 1", "--word-dropout 1 outside [0, 1)"},
+      {"--sp-nbest 4 --tokenizer bpe", "--sp-nbest 4 needs --tokenizer unigram"},
+      {"--ema 1", "--ema 1 outside [0, 1)"},
+      {"--best-metric bleu --valid-bleu-sentences 0", "--best-metric bleu needs validation translations"},
+      {"--extra-train /nonexistent/extra.tsv", "/nonexistent/extra.tsv"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const RunResult r = run_rosetta(train + flags);
+    INFO(flags << "\n" << r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains(message));
+    CHECK_FALSE(rosetta::test::fs::exists(work / "run"));
+  }
+}
