@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +70,28 @@ inline std::string slurp(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The JSON objects of a .jsonl file (metrics.jsonl, results.jsonl, ...), one per line; a line
+// that is not JSON fails the test, naming it.
+inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(slurp(path));
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    INFO(path << ": " << line);
+    REQUIRE_FALSE(j.is_discarded());
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// (step, loss) of the training records of a metrics.jsonl, in order.
+inline std::vector<std::pair<int64_t, double>> train_losses(const std::vector<nlohmann::json>& metrics) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& j : metrics)
+    if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
+  return out;
 }
 
 inline void write_file(const std::string& path, const std::string& text) {

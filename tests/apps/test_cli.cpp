@@ -6,24 +6,14 @@
 
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::read_jsonl;
 using rosetta::test::run_rosetta;
+using rosetta::test::train_losses;
 using rosetta::test::slurp;
 using nlohmann::json;
 
 namespace {
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(slurp(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    json j = json::parse(line, nullptr, false);
-    INFO("line: " << line);
-    REQUIRE_FALSE(j.is_discarded());
-    out.push_back(j);
-  }
-  return out;
-}
 
 const char* kCopyFlags =
     "--task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 "
@@ -77,18 +67,12 @@ TEST_CASE("a toy corpus trains, checkpoints, resumes identically, translates and
   REQUIRE(r.exit_code == 0);
   REQUIRE_THAT(r.output, Catch::Contains("resumed at step 25"));
 
-  auto losses = [](const std::vector<json>& m) {
-    std::vector<std::pair<int64_t, double>> out;
-    for (const auto& j : m)
-      if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
-    return out;
-  };
   const auto straight = read_jsonl(work / "straight/metrics.jsonl");
   const auto resumed = read_jsonl(work / "resumed/metrics.jsonl");
-  REQUIRE(losses(straight).size() == 40);
+  REQUIRE(train_losses(straight).size() == 40);
   // Bit-for-bit: the same loss at every step, including after the resume.
-  REQUIRE(losses(straight) == losses(resumed));
-  REQUIRE(losses(straight).back().second < losses(straight).front().second);
+  REQUIRE(train_losses(straight) == train_losses(resumed));
+  REQUIRE(train_losses(straight).back().second < train_losses(straight).front().second);
 
   // Every record has the documented keys.
   for (const auto& j : straight) {

@@ -8,26 +8,15 @@
 
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::read_jsonl;
 using rosetta::test::run_rosetta;
+using rosetta::test::train_losses;
 using rosetta::test::slurp;
 using nlohmann::json;
 
 namespace {
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(slurp(path));
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
-}
 
-std::vector<std::pair<int64_t, double>> train_losses(const std::vector<json>& metrics) {
-  std::vector<std::pair<int64_t, double>> out;
-  for (const auto& j : metrics)
-    if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
-  return out;
-}
 
 const char* kToyFlags =
     "--d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 --vocab-size 60 "

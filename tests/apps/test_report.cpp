@@ -14,6 +14,7 @@
 using nlohmann::json;
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::read_jsonl;
 using rosetta::test::run_rosetta;
 using rosetta::test::slurp;
 using rosetta::test::write_file;
@@ -46,12 +47,6 @@ std::vector<std::map<std::string, std::string>> elements(const std::string& html
   return out;
 }
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(slurp(path));
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
 
 // ------------------------------------------------------------------ headless Chromium
 

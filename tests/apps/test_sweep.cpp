@@ -16,6 +16,7 @@
 using nlohmann::json;
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::read_jsonl;
 using rosetta::test::run_rosetta;
 using rosetta::test::slurp;
 namespace fs = std::filesystem;
@@ -28,12 +29,6 @@ const std::string kCommon =
     "--max-len 16 --copy-train-size 200 --copy-valid-size 20 --validate-every 5 --save-every 5 --log-every 5 "
     "--threads 1";
 
-std::vector<json> read_jsonl(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(slurp(path));
-  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
 
 // Writes GRID into the work directory and runs the sweep into work/out.
 RunResult sweep(const TempDir& work, const std::string& grid, const std::string& extra = "") {
