@@ -1,13 +1,14 @@
 #include "run_data.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
-#include <unordered_set>
 
 #include <spdlog/fmt/fmt.h>
 
 #include "rosetta/core/io.h"
 #include "rosetta/core/random.h"
+#include "rosetta/data/ding.h"
 
 namespace rosetta::cli {
 
@@ -22,15 +23,12 @@ data::Corpus read_corpus(const std::string& tsv, const std::string& src, const s
 std::vector<data::SentencePair> read_extra(const TrainConfig& c, const data::Corpus& valid, RunData& d) {
   if (c.extra_train.empty()) return {};
   data::Corpus extra = data::read_tsv(c.extra_train);
-  std::unordered_set<std::string> held_out;
-  for (const auto& p : valid.pairs) {
-    held_out.insert(p.src);
-    held_out.insert(p.tgt);
-  }
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < extra.pairs.size(); ++i)
-    if (!held_out.count(extra.pairs[i].src) && !held_out.count(extra.pairs[i].tgt)) idx.push_back(i);
-  const size_t overlapping = extra.pairs.size() - idx.size();
+  const size_t read = extra.pairs.size();
+  data::Split held_out;
+  held_out.valid = valid.pairs;
+  const size_t overlapping = data::remove_held_out_text(held_out, extra.pairs);
+  std::vector<size_t> idx(extra.pairs.size());
+  std::iota(idx.begin(), idx.end(), size_t(0));
   if (c.extra_max > 0 && idx.size() > size_t(c.extra_max)) {
     Generator g(c.seed ^ 0xE7E7A11ull);  // a partial Fisher-Yates shuffle picks the sample
     for (size_t i = 0; i < size_t(c.extra_max); ++i) std::swap(idx[i], idx[i + g.next_below(idx.size() - i)]);
@@ -39,7 +37,7 @@ std::vector<data::SentencePair> read_extra(const TrainConfig& c, const data::Cor
   }
   std::vector<data::SentencePair> out;
   for (size_t i : idx) out.push_back(std::move(extra.pairs[i]));
-  d.notes.push_back(fmt::format("extra training pairs: {} of {} read from {}{}{}", out.size(), extra.pairs.size(),
+  d.notes.push_back(fmt::format("extra training pairs: {} of {} read from {}{}{}", out.size(), read,
                                 c.extra_train, overlapping ? fmt::format(" ({} dropped: text of a validation pair)", overlapping) : "",
                                 c.extra_tag ? ", sources tagged" : ""));
   return out;
