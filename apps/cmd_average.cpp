@@ -20,7 +20,7 @@
 #include "log.h"
 #include "rosetta/core/safetensors.h"
 #include "text_io.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

@@ -10,7 +10,7 @@
 
 #include "commands.h"
 #include "log.h"
-#include "replicas.h"
+#include "train_layer.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
@@ -106,9 +106,16 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   const Tensor src = g.randint({p.batch, p.src_len}, 1, int32_t(p.vocab));
   const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
 
-  // The batch in one shard per replica (the whole batch when there is one).
+  // The batch in one shard per replica (the whole batch when there is one): the training
+  // step of rosetta train (train::Trainer), without clipping.
+  ROSETTA_CHECK(a.replicas <= get_num_threads(), "--replicas ", a.replicas, " exceeds the ", get_num_threads(),
+                " threads of this process (one replica per thread; see --threads)");
   const int n = ThreadReplicas::count(a.replicas, get_num_threads(), p.batch * p.tgt_len, p.d);
-  ThreadReplicas replicas(model, opt, n);
+  const nn::TransformerOptions options = model.options();
+  Trainer trainer(model, opt, TrainerOptions().replicas(n).clip(0), [&options] {
+    Generator init(0);
+    return std::make_unique<nn::Transformer>(options, init);
+  });
   const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
   const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
 
@@ -118,21 +125,12 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) steady = allocator_stats();
     const double t0 = now();
-    opt.zero_grad();
-    std::vector<double> losses(static_cast<size_t>(n), 0.0);
-    replicas.run(p.batch, [&](int r, int64_t b0, int64_t b1) {
-      // Equal lengths: a shard's share of the batch's tokens is its share of the rows.
-      const double w = double(b1 - b0) / double(p.batch);
-      const Var loss = cross_entropy(
-          replicas.model(r).forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0)),
-          tgt_out.narrow(0, b0, b1 - b0), 0.1, 0);
-      loss.backward(Tensor::full(loss.shape(), w));
-      losses[size_t(r)] = loss.item() * w;
+    const StepResult r = trainer.step({p.batch}, p.batch * p.tgt_len, [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
+      const Var logits = static_cast<nn::Transformer&>(m).forward(src.narrow(0, b0, b1 - b0),
+                                                                   tgt_in.narrow(0, b0, b1 - b0));
+      return ShardLoss{cross_entropy(logits, tgt_out.narrow(0, b0, b1 - b0), 0.1, 0), (b1 - b0) * p.tgt_len};
     });
-    replicas.reduce_into(opt);
-    opt.step();
-    loss_value = 0;
-    for (double l : losses) loss_value += l;
+    loss_value = r.loss;
     if (step >= a.warmup) times.push_back(now() - t0);
   }
   const AllocatorStats end = allocator_stats();

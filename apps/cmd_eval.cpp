@@ -11,7 +11,7 @@
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
 #include "text_io.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

@@ -7,7 +7,7 @@
 #include "log.h"
 #include "svg.h"
 #include "text_io.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

@@ -32,7 +32,7 @@
 #include "rosetta/core/io.h"
 #include "text_io.h"
 #include "train_config.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

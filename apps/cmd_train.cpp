@@ -9,7 +9,7 @@
 #include "rosetta/core/check.h"
 #include "train_config.h"
 #include "trainer.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

@@ -4,9 +4,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 #include "rosetta/nn/search.h"
 
 namespace rosetta::cli {
+
+// The values of translate's and eval's --checkpoint (Translator::load's `which`), and their help.
+inline const std::vector<std::string> kCheckpointChoices{"best", "last", "averaged", "ema"};
+inline constexpr const char* kCheckpointHelp =
+    "weights: best (best validation), last (latest checkpoint), averaged (rosetta average) or ema "
+    "(rosetta train --ema)";
 
 struct DecodeArgs {
   int beam = 4;

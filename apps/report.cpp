@@ -17,7 +17,7 @@
 #include "log.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/tokenizer.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "distributed.h"
+#include "train_layer.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/noise.h"
 #include "train_config.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 

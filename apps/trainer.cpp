@@ -16,9 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distributed.h"
 #include "log.h"
-#include "replicas.h"
 #include "report.h"
 #include "run_data.h"
 #include "rosetta/autograd/functions.h"
@@ -30,7 +28,7 @@
 #include "rosetta/data/metrics.h"
 #include "rosetta/data/noise.h"
 #include "rosetta/optim/optim.h"
-#include "translator.h"
+#include "train_layer.h"
 
 namespace rosetta::cli {
 
@@ -87,7 +85,6 @@ struct Progress {
   double best_valid = kNaN;  // of --best-metric
   int64_t bad_validations = 0;
   double elapsed = 0;  // seconds of training before this process
-  int64_t skipped = 0;  // updates skipped for non-finite values
 };
 
 std::string to_str(double v) {
@@ -97,17 +94,8 @@ std::string to_str(double v) {
   return os.str();
 }
 
-bool all_finite(const Tensor& flat) {
-  const float* p = flat.data<float>();
-  for (int64_t i = 0; i < flat.numel(); ++i)
-    if (!std::isfinite(p[i])) return false;
-  return true;
-}
-
-// What every checkpoint says about the run besides its tensors; `tensors` are those it holds,
-// whose checksum it records (loaders verify it, and the tokenizers' checksums, when present).
-std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model,
-                                                const RunData& d, const nn::NamedTensors& tensors) {
+// What every checkpoint and weights file says about the run besides what the train layer records.
+std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model, const RunData& d) {
   auto meta = model.options().to_metadata();
   meta["run.task"] = c.task;
   if (c.task == "copy") meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
@@ -116,34 +104,18 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::
     meta[kTgtTokenizerKey] = bytes_checksum(d.tgt_model);
   }
   meta["rosetta.version"] = ROSETTA_VERSION;
-  meta[kChecksumKey] = tensors_checksum(tensors);
   return meta;
 }
 
-// The moving average of the weights (--ema) in a checkpoint: the optimizer's flat layout, under a
-// name that weight loaders skip (optim.*), as the optimizer's state.
-constexpr const char* kEmaKey = "optim.ema";
-
-void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, nn::Transformer& model,
-                     const optim::Optimizer& opt, const Tensor& ema,
+void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, const Trainer& trainer,
                      const data::BatchIterator& it, const Progress& p, double elapsed) {
-  ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
-                "(step ", p.step, "); the last good checkpoint is kept");
-  nn::NamedTensors tensors = model.state_dict();
-  for (auto& t : opt.state_tensors()) tensors.push_back(t);
-  if (ema.defined()) tensors.emplace_back(kEmaKey, ema);
-  auto meta = run_metadata(c, model, d, tensors);
-  for (auto& [k, v] : opt.state_metadata()) meta[k] = v;
-  const Generator& g = model.dropout_generator();
-  meta["train.step"] = std::to_string(p.step);
+  auto meta = run_metadata(c, static_cast<const nn::Transformer&>(trainer.model()), d);
   meta["train.batch_state"] = it.state().to_json();
-  meta["train.dropout_rng"] = std::to_string(g.seed()) + " " + std::to_string(g.counter());
   meta["train.best_valid"] = to_str(p.best_valid);
   meta["train.best_metric"] = c.best_metric;
   meta["train.bad_validations"] = std::to_string(p.bad_validations);
   meta["train.elapsed_s"] = to_str(elapsed);
-  meta["train.skipped_nonfinite"] = std::to_string(p.skipped);
-  save_safetensors(run.checkpoint(), tensors, meta);
+  save_training_checkpoint(run.checkpoint(), trainer, std::move(meta));
 }
 
 int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
@@ -167,18 +139,12 @@ double meta_double(const std::map<std::string, std::string>& m, const std::strin
   }
 }
 
-// Rank r's dropout stream. Rank 0 keeps the model's seed (so a run of one process is the
-// single-process run, and checkpoints hold rank 0's seed); the others get seeds derived from it
-// and their rank: different masks on every rank, the same ones again for the same seed.
-uint64_t rank_seed(uint64_t seed, int rank) {
-  return rank == 0 ? seed : Generator(seed).hash(~uint64_t(rank));
-}
-
 // The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
 // the run directory; every rank then restores the same state (the dropout stream, its own).
-Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const ProcessGroup& group, const RunData& d,
-                         nn::Transformer& model, optim::Optimizer& opt, Tensor& ema, data::BatchIterator& it) {
+Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, Trainer& trainer,
+                         data::BatchIterator& it) {
   const std::string path = run.checkpoint();
+  const ProcessGroup& group = trainer.group();
   std::string bytes = group.is_root() ? read_file(path) : "";
   group.broadcast(bytes);
   const SafeTensors st = parse_safetensors(bytes, path);
@@ -188,7 +154,7 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
   verify_tokenizers(st.metadata, path, run, d.src_model, d.tgt_model);
   try {
     const auto saved = nn::TransformerOptions::from_metadata(st.metadata).to_metadata();
-    const auto wanted = model.options().to_metadata();
+    const auto wanted = static_cast<const nn::Transformer&>(trainer.model()).options().to_metadata();
     for (const auto& [key, value] : wanted) {
       const auto it = saved.find(key);
       const std::string was = it == saved.end() ? "(none)" : it->second;
@@ -197,14 +163,9 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
-  load_model_weights(model, st, path);  // verifies the checksum of all its tensors first
-  try {
-    opt.load_state([&](const std::string& n) { return st.find(n); }, st.metadata);
-  } catch (const Error& e) {
-    ROSETTA_FAIL(path, ": ", e.what());
-  }
+  load_training_checkpoint(st, path, trainer);
   Progress p;
-  p.step = meta_int(st.metadata, path, "train.step");
+  p.step = trainer.steps();
   // Runs of earlier versions kept the best validation loss only.
   const bool by_loss = !st.metadata.count("train.best_metric");
   const std::string metric = by_loss ? "loss" : st.metadata.at("train.best_metric");
@@ -214,21 +175,10 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
   // A run continued with another --best-metric starts its best afresh (best.safetensors is
   // replaced at the next validation).
   if (metric != c.best_metric) p.best_valid = kNaN;
-  if (ema.defined()) {
-    const Tensor* saved = st.find(kEmaKey);
-    if (saved && saved->numel() == ema.numel()) ema.copy_(*saved);
-    else ema.copy_(opt.flat_params());  // --ema turned on when resuming: it starts from the weights
-  }
   p.bad_validations = meta_int(st.metadata, path, "train.bad_validations");
   p.elapsed = meta_double(st.metadata, path, "train.elapsed_s");
-  p.skipped = meta_int(st.metadata, path, "train.skipped_nonfinite");
-  ROSETTA_CHECK(p.step == opt.steps(), path, ": train.step ", p.step, " != optimizer steps ", opt.steps());
   try {
     it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));
-    std::istringstream rng(st.metadata.at("train.dropout_rng"));
-    uint64_t seed = 0, counter = 0;
-    ROSETTA_CHECK(rng >> seed >> counter, "bad train.dropout_rng");
-    model.dropout_generator().set_state(rank_seed(seed, group.rank()), counter);
   } catch (const std::out_of_range&) {
     ROSETTA_FAIL(path, ": data position or random state missing");
   } catch (const Error& e) {
@@ -240,17 +190,7 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
 // Keeps the lines of metrics.jsonl and translations.jsonl of steps up to `step` (those a resumed
 // run will not repeat).
 void truncate_metrics(const RunPaths& run, int64_t step) {
-  for (const std::string& path : {run.metrics(), translations_path(run.dir)}) {
-    std::ifstream in(path);
-    if (!in) continue;
-    std::string line, kept;
-    while (std::getline(in, line)) {
-      const json j = json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer()) continue;
-      if (j["step"].get<int64_t>() <= step) kept += line + "\n";
-    }
-    write_file_atomic(path, kept);
-  }
+  for (const std::string& path : {run.metrics(), translations_path(run.dir)}) MetricsLog::truncate(path, step);
 }
 
 // ------------------------------------------------------------------ validation
@@ -427,22 +367,6 @@ std::pair<double, double> padding_share(const data::BatchIterator& it) {
   return {1 - src_real / std::max(src_all, 1.0), 1 - tgt_real / std::max(tgt_all, 1.0)};
 }
 
-class MetricsFile {
- public:
-  explicit MetricsFile(const std::string& path) : out_(path, std::ios::app) {
-    ROSETTA_CHECK(out_, path, ": cannot open for writing");
-  }
-  void write(const json& j) {
-    out_ << j.dump() << "\n";
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
-
-json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 // Target tokens (non-pad entries) of a shard of a batch's tgt_out.
 int64_t count_tokens(const Tensor& tgt_out) {
   const Tensor ids = tgt_out.contiguous();
@@ -460,68 +384,14 @@ int threads_for(const TrainConfig& c, const ProcessGroup& group) {
   return std::max(1, std::min(get_num_threads(), cores / group.local_size()));
 }
 
-// Before a checkpoint: the ranks agree on the dropout position (the largest counter: every rank
-// continues from there, as a resumed run does), and every rank's parameters are compared with
-// the root's. They should be bit-identical, since every rank applies the same update to the same
-// summed gradient; a rank that differs adopts the root's. Returns the largest difference.
-float sync_replicas(const ProcessGroup& group, const optim::Optimizer& opt, Generator& dropout) {
-  if (group.size() == 1) return 0;
-  dropout.set_state(dropout.seed(), group.max(dropout.counter()));
-  const Tensor& params = opt.flat_params();
-  float* p = params.data<float>();
-  std::vector<float> root(p, p + params.numel());
-  group.broadcast(root.data(), int64_t(root.size()));
-  float diff = 0;
-  for (size_t i = 0; i < root.size(); ++i) diff = std::max(diff, std::abs(p[i] - root[i]));
-  if (diff > 0) {
-    std::copy(root.begin(), root.end(), p);
-    params.bump_version();
-  }
-  return group.max(diff);
-}
-
-// ema = decay_t * ema + (1 - decay_t) * weights after update `step`, with decay_t =
-// min(decay, (1 + step) / (10 + step)): early on the average forgets the initial weights fast.
-void update_ema(Tensor& ema, const Tensor& weights, double decay, int64_t step) {
-  const float d = float(std::min(decay, double(1 + step) / double(10 + step)));
-  float* e = ema.data<float>();
-  const float* w = weights.data<float>();
-  const int64_t n = ema.numel();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) e[i] = d * e[i] + (1 - d) * w[i];
-}
-
-// While alive, the model's weights (the optimizer's flat buffer) are the moving average `ema`
-// (when there is one); then the trained weights come back, bit for bit.
-class EmaWeights {
- public:
-  EmaWeights(const Tensor& ema, const optim::Optimizer& opt) : flat_(opt.flat_params()) {
-    if (!ema.defined()) return;
-    saved_ = flat_.clone();
-    flat_.copy_(ema);
-    flat_.bump_version();
-  }
-  ~EmaWeights() {
-    if (!saved_.defined()) return;
-    flat_.copy_(saved_);
-    flat_.bump_version();
-  }
-  EmaWeights(const EmaWeights&) = delete;
-  EmaWeights& operator=(const EmaWeights&) = delete;
-
- private:
-  Tensor flat_, saved_;
-};
-
 // The model's weights as a file translate and average read: best.safetensors, ema.safetensors,
 // step-N.safetensors.
 void save_weights(const std::string& path, const TrainConfig& c, const nn::Transformer& model, const RunData& d,
-                  int64_t step, std::map<std::string, std::string> extra = {}) {
-  const nn::NamedTensors weights = model.state_dict();
-  auto meta = run_metadata(c, model, d, weights);
+                  int64_t step, const std::map<std::string, std::string>& extra = {}) {
+  auto meta = run_metadata(c, model, d);
   meta["train.step"] = std::to_string(step);
   for (auto& [k, v] : extra) meta[k] = v;
-  save_safetensors(path, weights, meta);
+  save_model_weights(path, model, std::move(meta));
 }
 
 // Keeps the `keep` snapshots step-N.safetensors of the highest N in the run directory.
@@ -543,6 +413,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
+  ROSETTA_CHECK(c.replicas <= get_num_threads(), "--replicas ", c.replicas, " exceeds the ", get_num_threads(),
+                " threads of this process (one replica per thread; see --threads)");
   const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.d_model);
   if (root) check_run_dir(run, resuming, restart);
 
@@ -572,34 +444,32 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
 
   Generator init(c.seed);
-  nn::Transformer model(c.model_options(d.codec.src_vocab(), d.codec.tgt_vocab()), init);
+  const nn::TransformerOptions model_options = c.model_options(d.codec.src_vocab(), d.codec.tgt_vocab());
+  nn::Transformer model(model_options, init);
   model.train();
-  Generator& dropout = model.dropout_generator();
-  dropout.set_state(rank_seed(dropout.seed(), group.rank()), dropout.counter());
   auto opt = make_optimizer(c, model.parameters());
-  // Replicas 1..n-1, tied to the model's weights (apps/replicas.h); their weights follow the
-  // model's through resume and broadcast below, since both write the shared values in place.
-  ThreadReplicas replicas(model, *opt, n_replicas);
+  const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
+      c.schedule, c.lr, c.warmup, std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
+  // Replicas 1..n-1 are tied to the model's weights (train/replicas.h): their weights follow
+  // the model's through resume and broadcast, since both write the shared values in place.
+  Trainer trainer(model, *opt,
+                  TrainerOptions().replicas(n_replicas).clip(c.clip).stop_on_nonfinite(c.on_nonfinite == "stop").ema(c.ema),
+                  [&model_options] {
+                    Generator g(0);  // its weights and random state give way to the model's
+                    return std::make_unique<nn::Transformer>(model_options, g);
+                  },
+                  schedule, group);
   if (n_replicas > 1)
     spdlog::info("{} model replicas, one per thread, each train a shard of every batch (--replicas)",
                  n_replicas);
-  const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
-                                             std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
-  Tensor ema;  // --ema: the moving average of the weights, in the optimizer's flat layout
-  if (c.ema > 0) ema = opt->flat_params().clone();
   Progress p;
   if (resuming) {
-    p = load_checkpoint(run, c, group, d, model, *opt, ema, it);
+    p = load_checkpoint(run, c, d, trainer, it);
     if (root) truncate_metrics(run, p.step);
     spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
   }
-  // The same seed gives every rank the same weights; the root's are sent anyway, so that the
-  // ranks start identical whatever the platform.
-  group.broadcast(opt->flat_params().data<float>(), opt->numel());
-  opt->flat_params().bump_version();
-  if (ema.defined() && !resuming) ema.copy_(opt->flat_params());
 
   const int64_t n = model.parameter_count();
   const double opt_bytes = double(opt->state_tensors().size()) * 4.0 * double(n);
@@ -612,10 +482,10 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   spdlog::info("schedule: {}; {} batches per epoch, padding {:.1f}% of source and {:.1f}% of target positions",
                schedule->describe(), it.batches_in_epoch(), 100 * src_pad, 100 * tgt_pad);
 
-  std::optional<MetricsFile> metrics;  // the root's
+  std::optional<MetricsLog> metrics;  // the root's
   if (root) metrics.emplace(run.metrics());
-  auto write_metrics = [&](const json& j) {
-    if (metrics) metrics->write(j);
+  auto write_metrics = [&](const MetricRecord& r) {
+    if (metrics) metrics->write(r);
   };
   ProgressLine bar;
   const double max_time = c.max_time_seconds();
@@ -636,28 +506,27 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   float replica_diff = 0;
 
   auto save = [&] {
-    replica_diff = std::max(replica_diff, sync_replicas(group, *opt, dropout));
+    replica_diff = std::max(replica_diff, trainer.synchronize());
     if (!root) return;
-    save_checkpoint(run, c, d, model, *opt, ema, it, p, elapsed());
+    save_checkpoint(run, c, d, trainer, it, p, elapsed());
     if (c.keep_checkpoints > 0) {
       save_weights(run.snapshot(p.step), c, model, d, p.step);
       prune_snapshots(run, c.keep_checkpoints);
     }
-    if (ema.defined()) {
-      const EmaWeights swap(ema, *opt);
+    if (trainer.ema().defined()) {
+      const EmaWeights swap(trainer);
       save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
     }
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the
   // same loss; the root logs and keeps the best model.
   auto do_validation = [&] {
-    const EmaWeights swap(ema, *opt);  // with --ema, the average is what is validated and kept
+    const EmaWeights swap(trainer);  // with --ema, the average is what is validated and kept
     ValidResult v = validate(model, d, c, group);
     if (std::isnan(v.loss)) return false;
     share_scores(group, v);
-    write_metrics({{"kind", "valid"}, {"step", p.step}, {"loss", num(v.loss)}, {"ppl", num(std::exp(v.loss))},
-                   {"bleu", num(v.bleu)}, {"chrf", num(v.chrf)}, {"exact", num(v.exact)},
-                   {"elapsed_s", elapsed()}});
+    write_metrics({{"kind", "valid"}, {"step", p.step}, {"loss", v.loss}, {"ppl", std::exp(v.loss)},
+                   {"bleu", v.bleu}, {"chrf", v.chrf}, {"exact", v.exact}, {"elapsed_s", elapsed()}});
     const bool by_loss = c.best_metric == "loss";
     const double value = by_loss ? v.loss : c.best_metric == "bleu" ? v.bleu : v.chrf;
     const bool improved = !std::isnan(value) && (std::isnan(p.best_valid) ||
@@ -683,10 +552,14 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     }
     return c.early_stopping > 0 && p.bad_validations >= c.early_stopping;
   };
+  // What a stop for non-finite values leaves behind, for its message.
+  auto kept = [&]() -> std::string {
+    if (!root) return "rank 0 keeps its last checkpoint";
+    return fs::exists(run.checkpoint()) ? "the last checkpoint in " + run.dir + " is intact"
+                                        : "no checkpoint was written yet";
+  };
 
   const int64_t ranks = group.size(), rank = group.rank();
-  constexpr int64_t kMaxSkippedInARow = 100;
-  int64_t skipped_in_a_row = 0;
   while (true) {
     if (c.max_steps > 0 && p.step >= c.max_steps) { outcome.stop_reason = "max-steps"; break; }
     if (c.max_epochs > 0 && int64_t(it.epoch()) >= c.max_epochs) { outcome.stop_reason = "max-epochs"; break; }
@@ -697,87 +570,57 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     // weighted by its share of the global batch's tokens, so the gradients summed over the ranks
     // are the gradient of the global batch: the update one process makes with --accum ranks x accum.
     std::vector<data::Batch> batches;
+    std::vector<int64_t> rows;
     int64_t tokens = 0;
     for (int64_t i = 0; i < ranks * c.accum; ++i) {
       const uint64_t epoch = it.epoch();
       data::Batch b = it.next();
       if (c.word_dropout > 0) data::word_dropout(b, c.word_dropout, c.word_dropout, c.seed, epoch);
       tokens += b.tgt_tokens;
-      if (i % ranks == rank) batches.push_back(std::move(b));
+      if (i % ranks != rank) continue;
+      rows.push_back(b.src.size(0));
+      batches.push_back(std::move(b));
     }
-    double step_loss = 0;
-    for (const data::Batch& b : batches) {
-      // Each replica trains a shard of the batch's sentences (one replica: the whole batch),
-      // weighted by its share of the global batch's tokens, into its own gradient buffer.
-      std::vector<double> losses(size_t(replicas.size()), 0.0);
-      replicas.run(b.src.size(0), [&](int r, int64_t b0, int64_t b1) {
+    StepResult r;
+    try {
+      r = trainer.step(rows, tokens, [&](nn::Module& m, size_t i, int64_t b0, int64_t b1) {
+        const data::Batch& b = batches[i];
         const Tensor out = b.tgt_out.narrow(0, b0, b1 - b0);
-        const double w = double(count_tokens(out)) / double(std::max<int64_t>(tokens, 1));
-        const Var loss = cross_entropy(
-            replicas.model(r).forward(b.src.narrow(0, b0, b1 - b0), b.tgt_in.narrow(0, b0, b1 - b0)),
-            out, c.label_smoothing, data::kPadId);
-        losses[size_t(r)] = loss.item() * w;
-        loss.backward(Tensor::full(loss.shape(), w));
+        const Var logits = static_cast<nn::Transformer&>(m).forward(b.src.narrow(0, b0, b1 - b0),
+                                                                     b.tgt_in.narrow(0, b0, b1 - b0));
+        return ShardLoss{cross_entropy(logits, out, c.label_smoothing, data::kPadId), count_tokens(out)};
       });
-      for (double l : losses) step_loss += l;
+    } catch (const NonFiniteError& e) {
+      ROSETTA_FAIL(e.what(), c.on_nonfinite == "stop" ? " (--on-nonfinite stop); " : " (try a lower --lr or --clip); ",
+                   kept());
     }
-    replicas.reduce_into(*opt);
-    if (ranks > 1) {
-      // The flat gradient buffer summed in place, after the backward pass, in buckets of 16 MiB
-      // (ProcessGroup::sum says why). Overlapping buckets with the backward pass would need to
-      // know when a parameter's gradient is complete, which autograd does not report; it would
-      // pay only where the allreduce is a large share of an update (slow networks, big models):
-      // on one machine 1M parameters (d_model 128) take ~0.5 ms and 5.5M (d_model 256) ~10 ms,
-      // against ~0.3 s and ~5 s of compute per update (2 batches of 2048 and 4096 tokens, one
-      // thread per rank).
-      const auto c0 = std::chrono::steady_clock::now();
-      group.sum(opt->flat_grads().data<float>(), opt->numel());
-      step_loss = group.sum(step_loss);
-      interval_comm += std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-    }
-    const double norm = c.clip > 0 ? optim::clip_grad_norm(*opt, c.clip) : optim::grad_norm(*opt);
-    if (!std::isfinite(step_loss) || !std::isfinite(norm)) {
-      opt->zero_grad();
-      ++p.skipped;
-      ++skipped_in_a_row;
-      const std::string kept = !root                         ? std::string("rank 0 keeps its last checkpoint")
-                               : fs::exists(run.checkpoint()) ? "the last checkpoint in " + run.dir + " is intact"
-                                                              : "no checkpoint was written yet";
-      if (c.on_nonfinite == "stop")
-        ROSETTA_FAIL("non-finite ", std::isfinite(step_loss) ? "gradient" : "loss", " at step ", p.step + 1,
-                     "; stopped (--on-nonfinite stop); ", kept);
+    interval_comm += r.allreduce_s;
+    if (r.skipped) {
       log(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", p.step + 1,
-                      std::isfinite(step_loss) ? "gradient norm" : "loss",
-                      std::isfinite(step_loss) ? norm : step_loss, p.skipped));
-      ROSETTA_CHECK(skipped_in_a_row < kMaxSkippedInARow, kMaxSkippedInARow,
-                    " updates in a row skipped for non-finite values; stopped (try a lower --lr or --clip); ", kept);
+                      std::isfinite(r.loss) ? "gradient norm" : "loss", std::isfinite(r.loss) ? r.grad_norm : r.loss,
+                      trainer.skipped()));
       continue;
     }
-    skipped_in_a_row = 0;
-    opt->set_lr(schedule->lr(p.step + 1));
-    opt->step();
-    opt->zero_grad();
     ++p.step;
-    if (ema.defined()) update_ema(ema, opt->flat_params(), c.ema, p.step);
     ++interval_steps;
-    last_norm = norm;
-    interval_loss += step_loss * double(tokens);
+    last_norm = r.grad_norm;
+    interval_loss += r.loss * double(tokens);
     interval_tokens += double(tokens);
 
     if (p.step % c.log_every == 0) {
       const double now = elapsed();
       const double loss = interval_loss / std::max(interval_tokens, 1.0);
       const double tps = interval_tokens / std::max(now - interval_time_start, 1e-9);
-      json j = {{"kind", "train"}, {"step", p.step}, {"epoch", it.epoch()}, {"loss", num(loss)},
-                {"ppl", num(std::exp(loss))}, {"lr", opt->lr()}, {"grad_norm", num(last_norm)},
-                {"tokens_per_s", tps}, {"elapsed_s", now}};
+      MetricRecord record{{"kind", "train"}, {"step", p.step}, {"epoch", int64_t(it.epoch())}, {"loss", loss},
+                          {"ppl", std::exp(loss)}, {"lr", opt->lr()}, {"grad_norm", last_norm},
+                          {"tokens_per_s", tps}, {"elapsed_s", now}};
       std::string comm;
       if (ranks > 1) {
         const double ms = 1000 * interval_comm / double(std::max<int64_t>(interval_steps, 1));
-        j["allreduce_ms"] = ms;
+        record.emplace_back("allreduce_ms", ms);
         comm = fmt::format(" (allreduce {:.1f} ms/step)", ms);
       }
-      write_metrics(j);
+      write_metrics(record);
       if (stderr_is_tty()) {
         if (root)
           bar.show(fmt::format("step {} | epoch {} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s{} | {:.0f}s", p.step,

@@ -13,7 +13,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(ROSETTA_LAYERS core autograd nn optim data)
+set(ROSETTA_LAYERS core autograd nn optim data train)
 set(ROSETTA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rosetta)
 
 # ---------------------------------------------------------------- usage requirements

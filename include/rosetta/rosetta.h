@@ -7,6 +7,7 @@
 // nn        Module, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
 // optim     SGD, Adam/AdamW, learning-rate schedules, clip_grad_norm
 // data      SentencePiece Tokenizer, corpora, token-budget batching, BLEU/chrF, Ding extraction
+// train     Trainer (thread replicas, MPI ranks), training checkpoints, metrics logs, Translator
 //
 // Each layer's headers can also be included on their own (link the matching rosetta::<layer>).
 #pragma once
@@ -32,3 +33,10 @@
 #include "rosetta/data/ding.h"
 #include "rosetta/data/metrics.h"
 #include "rosetta/data/tokenizer.h"
+
+#include "rosetta/train/checkpoint.h"
+#include "rosetta/train/metrics.h"
+#include "rosetta/train/process_group.h"
+#include "rosetta/train/replicas.h"
+#include "rosetta/train/trainer.h"
+#include "rosetta/train/translator.h"

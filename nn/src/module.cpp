@@ -1,5 +1,7 @@
 #include "rosetta/nn/module.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 #include <unordered_set>
 
@@ -76,6 +78,17 @@ int64_t Module::parameter_count() const {
   int64_t n = 0;
   for (const auto& [_, v] : named_parameters()) n += v.numel();
   return n;
+}
+
+std::vector<const Module*> Module::modules() const {
+  std::vector<const Module*> out;
+  std::function<void(const Module&)> visit = [&](const Module& m) {
+    if (std::find(out.begin(), out.end(), &m) != out.end()) return;  // shared by two parents
+    out.push_back(&m);
+    for (const auto& [_, child] : m.children_) visit(*child);
+  };
+  visit(*this);
+  return out;
 }
 
 void Module::train(bool on) {

@@ -9,7 +9,7 @@
 
 #include "cli_support.h"
 #include "rosetta/core/safetensors.h"
-#include "translator.h"
+#include "train_layer.h"
 
 using rosetta::SafeTensors;
 using rosetta::Tensor;

@@ -41,6 +41,8 @@ class Module {
   std::vector<Var> parameters() const;
   NamedTensors named_buffers() const;  // persistent buffers only
   int64_t parameter_count() const;
+  // This module and every module below it, depth first in registration order, each once.
+  std::vector<const Module*> modules() const;
 
   void train(bool on = true);
   void eval() { train(false); }

@@ -1,4 +1,4 @@
-#include "distributed.h"
+#include "rosetta/train/process_group.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,7 +9,7 @@
 #include <mpi.h>
 #endif
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 #ifdef ROSETTA_WITH_MPI
 
@@ -161,4 +161,4 @@ void ProcessGroup::fail() const {}
 
 #endif
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,4 +1,4 @@
-#include "translator.h"
+#include "rosetta/train/translator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,8 +9,9 @@
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/safetensors.h"
+#include "rosetta/train/checkpoint.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace fs = std::filesystem;
 
@@ -107,52 +108,6 @@ int64_t Codec::tgt_vocab() const { return symbols_ ? symbols_ + 4 : tgt_.vocab_s
 
 // ------------------------------------------------------------------ loading
 
-namespace {
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-void fnv_mix(uint64_t& h, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-}
-std::string hex16(uint64_t h) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
-}
-}  // namespace
-
-std::string bytes_checksum(std::string_view bytes) {
-  uint64_t h = kFnvOffset;
-  fnv_mix(h, bytes.data(), bytes.size());
-  return hex16(h);
-}
-
-std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  uint64_t h = kFnvOffset;
-  auto mix = [&h](const void* data, size_t n) { fnv_mix(h, data, n); };
-  std::vector<const std::pair<std::string, Tensor>*> order;
-  for (const auto& t : tensors) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
-  for (const auto* named : order) {
-    const Tensor t = named->second.contiguous();
-    mix(named->first.data(), named->first.size() + 1);  // with its terminating NUL
-    const auto dtype = uint8_t(t.dtype());
-    mix(&dtype, 1);
-    for (int64_t d : t.shape()) mix(&d, sizeof d);
-    const size_t elem = dtype_size(t.dtype());
-    if (t.numel() > 0)
-      mix(static_cast<const char*>(t.storage()->data()) + size_t(t.offset()) * elem, size_t(t.numel()) * elem);
-  }
-  return hex16(h);
-}
-
-void verify_checksum(const SafeTensors& st, const std::string& path) {
-  if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
-    const std::string actual = tensors_checksum(st.tensors);
-    ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
-                  ", the file says ", sum->second);
-  }
-}
-
 void verify_tokenizers(const std::map<std::string, std::string>& metadata, const std::string& path,
                        const RunPaths& run, std::string_view src_bytes, std::string_view tgt_bytes) {
   for (const auto& [key, file, bytes] : {std::tuple{kSrcTokenizerKey, run.src_model(), src_bytes},
@@ -161,18 +116,6 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
     if (expected != metadata.end())
       ROSETTA_CHECK(bytes_checksum(bytes) == expected->second, file, " is not the tokenizer the model in ", path,
                     " was trained with (checksum differs)");
-  }
-}
-
-void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path) {
-  verify_checksum(st, path);
-  nn::NamedTensors weights;
-  for (const auto& [name, t] : st.tensors)
-    if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
-  try {
-    model.load_state_dict(weights);
-  } catch (const Error& e) {
-    ROSETTA_FAIL(path, ": ", e.what());
   }
 }
 
@@ -289,4 +232,4 @@ Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& s
   return mean(weights.select(0, 0), 0);  // [T, S]
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

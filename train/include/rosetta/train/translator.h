@@ -16,8 +16,9 @@
 #include "rosetta/core/safetensors.h"
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/search.h"
+#include "rosetta/nn/transformer.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 struct RunPaths {
   explicit RunPaths(std::string dir) : dir(std::move(dir)) {}
@@ -59,29 +60,16 @@ class Codec {
   int64_t symbols_ = 0;
 };
 
-// The metadata key of a checkpoint's checksum, and the checksum of its tensors: FNV-1a (64-bit)
-// over each tensor's name, dtype, shape and bytes, in name order, as 16 hex digits. A checkpoint
-// whose metadata holds one is checked against it when loaded, so that flipped bytes in the data
-// section are an error rather than silently wrong weights.
-inline constexpr const char* kChecksumKey = "rosetta.checksum";
-std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors);
-// FNV-1a (64-bit) of bytes, as 16 hex digits. A checkpoint whose metadata holds
-// kSrcTokenizerKey / kTgtTokenizerKey (the checksums of src.model / tgt.model as trained) only
-// loads with those tokenizers, so that tokenizer files swapped in from another run are an error.
-std::string bytes_checksum(std::string_view bytes);
+// The metadata keys of the checksums (train/checkpoint.h bytes_checksum) of src.model and
+// tgt.model as trained: a checkpoint holding them only loads with those tokenizers, so that
+// tokenizer files swapped in from another run are an error.
 inline constexpr const char* kSrcTokenizerKey = "run.src_model_checksum";
 inline constexpr const char* kTgtTokenizerKey = "run.tgt_model_checksum";
 
-// Throws naming `path` when `st`'s metadata holds a checksum its tensors do not match.
-void verify_checksum(const SafeTensors& st, const std::string& path);
 // Throws when src.model / tgt.model, given as bytes, are not the tokenizers whose checksums the
 // metadata of the model in `path` records (if it does).
 void verify_tokenizers(const std::map<std::string, std::string>& metadata, const std::string& path,
                        const RunPaths& run, std::string_view src_bytes, std::string_view tgt_bytes);
-
-// Loads the model weights of a checkpoint or best file `st`, read from `path` (entries named
-// optim.* are skipped), after verify_checksum. Errors name the file.
-void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path);
 
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
 // tokens; returns the hypotheses in input order. Sources longer than the model's maximum length
@@ -92,12 +80,6 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          const nn::SearchOptions& options,
                                                          int64_t batch_tokens,
                                                          int64_t* truncated = nullptr);
-
-// The values of translate's and eval's --checkpoint (Translator::load's `which`), and their help.
-inline const std::vector<std::string> kCheckpointChoices{"best", "last", "averaged", "ema"};
-inline constexpr const char* kCheckpointHelp =
-    "weights: best (best validation), last (latest checkpoint), averaged (rosetta average) or ema "
-    "(rosetta train --ema)";
 
 struct Translator {
   std::unique_ptr<nn::Transformer> model;
@@ -126,4 +108,4 @@ struct Translator {
 Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& src,
                      const std::vector<int32_t>& tgt, int32_t bos);
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

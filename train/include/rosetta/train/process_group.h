@@ -1,6 +1,7 @@
-// Data-parallel training across processes: the few collective operations `rosetta train`
-// needs, over MPI when rosetta is built with it (cmake -DROSETTA_MPI=ON/AUTO), otherwise those
-// of a group of one process. Only the CLI uses this; the libraries know nothing of MPI.
+// Data-parallel training across processes: the few collective operations a trainer needs,
+// over MPI when rosetta is built with it (cmake -DROSETTA_MPI=ON/AUTO), otherwise those of a
+// group of one process. Only this layer (rosetta::train) knows of MPI; it is a private
+// dependency, so programs using the layer need no MPI headers.
 //
 // Every rank runs the same loop on the same (identically seeded) data, so a collective is
 // called by all ranks in the same order; one that some rank skips hangs the job. Rank 0 (the
@@ -16,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 // True when an MPI launcher started this process: Open MPI's mpirun, MPICH's Hydra, PMIx
 // launchers (srun --mpi=pmix).
@@ -78,4 +79,4 @@ class ProcessGroup {
   int local_size_ = 1;
 };
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,4 +1,4 @@
-#include "replicas.h"
+#include "rosetta/train/replicas.h"
 
 #include <omp.h>
 
@@ -6,16 +6,25 @@
 #include <exception>
 
 #include "rosetta/core/ops.h"
+#include "rosetta/nn/layers.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
-ThreadReplicas::ThreadReplicas(nn::Transformer& model, const optim::Optimizer& opt, int n)
-    : model_(model) {
+std::vector<Generator*> dropout_generators(const nn::Module& model) {
+  std::vector<Generator*> out;
+  for (const nn::Module* m : model.modules())
+    if (const auto* d = dynamic_cast<const nn::Dropout*>(m))
+      if (std::find(out.begin(), out.end(), &d->generator()) == out.end()) out.push_back(&d->generator());
+  return out;
+}
+
+ThreadReplicas::ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, int n, const Factory& make)
+    : model_(model), generators_{dropout_generators(model)} {
   const std::vector<Var>& primary = opt.params();
   for (int r = 1; r < n; ++r) {
-    Generator init{uint64_t(r)};  // its weights and dropout state give way to the model's
-    auto m = std::make_unique<nn::Transformer>(model.options(), init);
-    m->train();
+    ROSETTA_CHECK(make, "replicas: ", n, " replicas need a factory for the models of the others");
+    std::unique_ptr<nn::Module> m = make();
+    m->train(model.is_training());
     std::vector<Var> params = m->parameters();
     ROSETTA_CHECK(params.size() == primary.size(), "replicas: a replica has ", params.size(),
                   " parameters, the optimizer ", primary.size());
@@ -31,6 +40,9 @@ ThreadReplicas::ThreadReplicas(nn::Transformer& model, const optim::Optimizer& o
       p.bind_grad_buffer(flat.narrow(0, at, p.numel()).view(p.shape()));
       at += p.numel();
     }
+    generators_.push_back(dropout_generators(*m));
+    ROSETTA_CHECK(generators_.back().size() == generators_[0].size(), "replicas: a replica has ",
+                  generators_.back().size(), " dropout generators, the model ", generators_[0].size());
     extra_.push_back(std::move(m));
     grads_.push_back(flat);
   }
@@ -39,12 +51,15 @@ ThreadReplicas::ThreadReplicas(nn::Transformer& model, const optim::Optimizer& o
 void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f) {
   const int n = int(std::min<int64_t>(size(), std::max<int64_t>(rows, 1)));
   if (n == 1) return f(0, 0, rows);
-  Generator& model_gen = dropout(0);
-  const uint64_t seed = model_gen.seed(), counter = model_gen.counter();
-  for (int r = 0; r < n; ++r) {
-    dropout(r).set_state(seed, counter);
-    dropout(r).set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
-  }
+  const std::vector<Generator*>& primary = generators_[0];
+  std::vector<uint64_t> counters;
+  for (Generator* g : primary) counters.push_back(g->counter());
+  for (int r = 0; r < n; ++r)
+    for (size_t j = 0; j < primary.size(); ++j) {
+      Generator& g = *generators_[size_t(r)][j];
+      g.set_state(primary[j]->seed(), counters[j]);
+      g.set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
+    }
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
 #pragma omp parallel num_threads(n)
   {
@@ -55,14 +70,16 @@ void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, in
       errors[size_t(r)] = std::current_exception();
     }
   }
-  for (int r = 0; r < n; ++r) dropout(r).clear_shard();
+  for (int r = 0; r < n; ++r)
+    for (Generator* g : generators_[size_t(r)]) g->clear_shard();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
-  // Every shard drew its rows of the same draws: all counters end where the model's is.
+  // Every shard drew its rows of the same draws: all counters end where the model's do.
   for (int r = 1; r < n; ++r)
-    ROSETTA_CHECK(dropout(r).counter() == model_gen.counter(), "replicas: replica ", r, " drew ",
-                  dropout(r).counter() - counter, " random values, replica 0 ",
-                  model_gen.counter() - counter);
+    for (size_t j = 0; j < primary.size(); ++j)
+      ROSETTA_CHECK(generators_[size_t(r)][j]->counter() == primary[j]->counter(), "replicas: replica ", r,
+                    " drew ", generators_[size_t(r)][j]->counter() - counters[j], " random values, replica 0 ",
+                    primary[j]->counter() - counters[j]);
 }
 
 void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
@@ -93,8 +110,8 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
 }
 
 int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim) {
-  ROSETTA_CHECK(requested <= threads, "--replicas ", requested, " exceeds the ", threads,
-                " threads of this process (one replica per thread; see --threads)");
+  ROSETTA_CHECK(requested <= threads, "replicas: ", requested, " exceed the ", threads,
+                " threads of this process (one replica per thread)");
   if (requested > 0) return requested;
   // bench/MACHINE.md: two BLAS threads gain 1.5x over one at 2048 x 256 x 256 and nothing at
   // 512 x 64 x 64. Replicas paid off while a whole batch's projection had fewer than 2^28
@@ -105,4 +122,4 @@ int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim)
   return rows * dim * dim < kReplicaLimit ? threads : 1;
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,0 +1,157 @@
+#include "rosetta/train/checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "rosetta/core/io.h"
+
+namespace rosetta::train {
+
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+void fnv_mix(uint64_t& h, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+}
+std::string hex16(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+// The moving average of the weights: the optimizer's flat layout, under a name that weight
+// loaders skip (optim.*), as the optimizer's state.
+constexpr const char* kEmaKey = "optim.ema";
+
+bool all_finite(const Tensor& flat) {
+  const float* p = flat.data<float>();
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
+  auto it = m.find(key);
+  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not an integer");
+  }
+}
+
+}  // namespace
+
+std::string bytes_checksum(std::string_view bytes) {
+  uint64_t h = kFnvOffset;
+  fnv_mix(h, bytes.data(), bytes.size());
+  return hex16(h);
+}
+
+std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  uint64_t h = kFnvOffset;
+  auto mix = [&h](const void* data, size_t n) { fnv_mix(h, data, n); };
+  std::vector<const std::pair<std::string, Tensor>*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* named : order) {
+    const Tensor t = named->second.contiguous();
+    mix(named->first.data(), named->first.size() + 1);  // with its terminating NUL
+    const auto dtype = uint8_t(t.dtype());
+    mix(&dtype, 1);
+    for (int64_t d : t.shape()) mix(&d, sizeof d);
+    const size_t elem = dtype_size(t.dtype());
+    if (t.numel() > 0)
+      mix(static_cast<const char*>(t.storage()->data()) + size_t(t.offset()) * elem, size_t(t.numel()) * elem);
+  }
+  return hex16(h);
+}
+
+void verify_checksum(const SafeTensors& st, const std::string& path) {
+  if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
+    const std::string actual = tensors_checksum(st.tensors);
+    ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
+                  ", the file says ", sum->second);
+  }
+}
+
+void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path) {
+  verify_checksum(st, path);
+  nn::NamedTensors weights;
+  for (const auto& [name, t] : st.tensors)
+    if (name.rfind("optim.", 0) != 0) weights.emplace_back(name, t);
+  try {
+    model.load_state_dict(weights);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+}
+
+std::map<std::string, std::string> load_model_weights(nn::Module& model, const std::string& path) {
+  const SafeTensors st = load_safetensors(path);
+  load_model_weights(model, st, path);
+  return st.metadata;
+}
+
+void save_model_weights(const std::string& path, const nn::Module& model, std::map<std::string, std::string> metadata) {
+  const nn::NamedTensors weights = model.state_dict();
+  metadata[kChecksumKey] = tensors_checksum(weights);
+  save_safetensors(path, weights, metadata);
+}
+
+void save_training_checkpoint(const std::string& path, const Trainer& trainer,
+                              std::map<std::string, std::string> metadata) {
+  const optim::Optimizer& opt = trainer.optimizer();
+  ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
+                "(step ", trainer.steps(), "); the last good checkpoint is kept");
+  nn::NamedTensors tensors = trainer.model().state_dict();
+  for (auto& t : opt.state_tensors()) tensors.push_back(t);
+  if (trainer.ema().defined()) tensors.emplace_back(kEmaKey, trainer.ema());
+  for (auto& [k, v] : opt.state_metadata()) metadata[k] = v;
+  std::string rng;
+  for (const Generator* g : trainer.generators())
+    rng += (rng.empty() ? "" : " ") + std::to_string(g->seed()) + " " + std::to_string(g->counter());
+  metadata["train.step"] = std::to_string(trainer.steps());
+  metadata["train.dropout_rng"] = rng;
+  metadata["train.skipped_nonfinite"] = std::to_string(trainer.skipped());
+  metadata[kChecksumKey] = tensors_checksum(tensors);
+  save_safetensors(path, tensors, metadata);
+}
+
+const std::map<std::string, std::string>& load_training_checkpoint(const SafeTensors& st, const std::string& path,
+                                                                   Trainer& trainer) {
+  optim::Optimizer& opt = trainer.optimizer();
+  load_model_weights(trainer.model(), st, path);  // verifies the checksum of all its tensors first
+  try {
+    opt.load_state([&](const std::string& n) { return st.find(n); }, st.metadata);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  if (const Tensor& ema = trainer.ema(); ema.defined()) {
+    Tensor target = ema;  // a handle: written in place
+    const Tensor* saved = st.find(kEmaKey);
+    if (saved && saved->numel() == ema.numel()) target.copy_(*saved);
+    else target.copy_(opt.flat_params());  // averaging turned on when resuming: it starts from the weights
+  }
+  const auto rng = st.metadata.find("train.dropout_rng");
+  ROSETTA_CHECK(rng != st.metadata.end(), path, ": data position or random state missing");
+  std::istringstream in(rng->second);
+  for (Generator* g : trainer.generators()) {
+    uint64_t seed = 0, counter = 0;
+    ROSETTA_CHECK(in >> seed >> counter, path, ": bad train.dropout_rng '", rng->second, "'");
+    g->set_state(rank_seed(seed, trainer.group().rank()), counter);
+  }
+  try {
+    trainer.restore_progress(meta_int(st.metadata, path, "train.step"),
+                             meta_int(st.metadata, path, "train.skipped_nonfinite"));
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": ", e.what());
+  }
+  return st.metadata;
+}
+
+}  // namespace rosetta::train

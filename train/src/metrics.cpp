@@ -1,0 +1,50 @@
+#include "rosetta/train/metrics.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "rosetta/core/check.h"
+#include "rosetta/core/io.h"
+
+namespace rosetta::train {
+
+using json = nlohmann::json;
+
+MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
+  ROSETTA_CHECK(out_, path, ": cannot open for writing");
+}
+
+void MetricsLog::write(const MetricRecord& record) {
+  out_ << format(record) << "\n";
+  out_.flush();
+  ROSETTA_CHECK(out_, path_, ": write failed");
+}
+
+std::string MetricsLog::format(const MetricRecord& record) {
+  json j = json::object();
+  for (const auto& [key, value] : record)
+    std::visit(
+        [&j, &key](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
+            j[key] = std::isfinite(v) ? json(v) : json(nullptr);
+          else
+            j[key] = v;
+        },
+        value);
+  return j.dump();
+}
+
+void MetricsLog::truncate(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+    if (j["step"].get<int64_t>() <= step) kept += line + "\n";
+  }
+  write_file_atomic(path, kept);
+}
+
+}  // namespace rosetta::train
