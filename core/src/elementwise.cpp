@@ -163,12 +163,15 @@ void unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const Te
       using T = decltype(tag);
       const T *px = x.data<T>(), *py = y.data<T>(), *pd = dy.data<T>();
       T* po = dx.out.data<T>();
-      const T al = T(alpha), be = T(dx.beta);
       detail::with_beta(dx.beta, [&](auto acc) {
         detail::parallel_for(dy.numel(), [&](int64_t b, int64_t e) {
+          // Locals, not captured references: read through the closures, the loop stays scalar.
+          const T *x_ = px, *y_ = py, *dy_ = pd;
+          const T al = T(alpha), be = T(dx.beta);
+          T* dx_ = po;
 #pragma omp simd
           for (int64_t i = b; i < e; ++i)
-            detail::put<decltype(acc)::value>(po[i], be, unary_grad<decltype(opc)::value, T>(px[i], py[i], pd[i]) * al);
+            detail::put<decltype(acc)::value>(dx_[i], be, unary_grad<decltype(opc)::value, T>(x_[i], y_[i], dy_[i]) * al);
         });
       });
     });
@@ -248,8 +251,11 @@ void binary_backward(BinaryOp op, int which, const Tensor& a, const Tensor& b, c
             constexpr bool Acc = decltype(acc)::value;
             if (u.is_contiguous() && v.is_contiguous()) {
               detail::parallel_for(dy.numel(), [&](int64_t s, int64_t e) {
+                const T *dy_ = pd, *u_ = pu, *v_ = pv;  // locals: see unary_backward
+                const T be_ = be;
+                T* out = po;
 #pragma omp simd
-                for (int64_t i = s; i < e; ++i) detail::put<Acc>(po[i], be, grad(pd[i], pu[i], pv[i]));
+                for (int64_t i = s; i < e; ++i) detail::put<Acc>(out[i], be_, grad(dy_[i], u_[i], v_[i]));
               });
             } else {
               detail::for_each_strided4(full, po, d.out.strides(), pd, dy.strides(), pu, u.strides(),

@@ -192,8 +192,11 @@ void expand_backward(const Tensor& x_in, const GradOut& dst, double alpha) {
       constexpr bool Acc = decltype(acc)::value;
       if (axes.empty()) {  // nothing to reduce: out = beta * out + alpha * x
         detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
+          const T* x_ = px;  // locals, not captured references: the loop vectorises
+          T* out = po;
+          const T al_ = al, be_ = be;
 #pragma omp simd
-          for (int64_t i = b; i < e; ++i) detail::put<Acc>(po[i], be, al * px[i]);
+          for (int64_t i = b; i < e; ++i) detail::put<Acc>(out[i], be_, al_ * x_[i]);
         });
         return;
       }

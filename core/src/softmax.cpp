@@ -145,16 +145,19 @@ void softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in, const GradOu
     detail::with_beta(dx.beta, [&](auto a) {
       constexpr bool Acc = decltype(a)::value;
       detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
+        const T *y_ = py, *dy_ = pd;  // locals, not captured references: faster loops
+        const T be_ = be;
+        T* dx_ = px;
         for (int64_t i = b; i < e; ++i) {
-          const T *yr = py + i * V, *dr = pd + i * V;
-          T* xr = px + i * V;
+          const T *yr = y_ + i * V, *dr = dy_ + i * V;
+          T* xr = dx_ + i * V;
           double acc = 0;
           if constexpr (Log) {
             for (int64_t j = 0; j < V; ++j) acc += dr[j];
-            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be, dr[j] - detail::vexp(yr[j]) * T(acc));
+            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be_, dr[j] - detail::vexp(yr[j]) * T(acc));
           } else {
             for (int64_t j = 0; j < V; ++j) acc += double(dr[j]) * yr[j];
-            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be, yr[j] * (dr[j] - T(acc)));
+            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be_, yr[j] * (dr[j] - T(acc)));
           }
         }
       });
