@@ -116,8 +116,11 @@ int run(const Args& args) {
   CharLM model;
   torch::optim::AdamW opt(model->parameters(),
                           torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
-  std::printf("charlm_torch: %s (%zu bytes), batch %lld x %lld, %d threads\n", args.text.c_str(),
-              text.size(), (long long)B, (long long)T, at::get_num_threads());
+  int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  std::printf("charlm_torch: %lld parameters, %s (%zu bytes), batch %lld x %lld, %d threads\n",
+              (long long)parameters, args.text.c_str(), text.size(), (long long)B, (long long)T,
+              at::get_num_threads());
 
   using Clock = std::chrono::steady_clock;
   const int64_t warmup = args.steps > 2 ? 2 : 0;

@@ -41,6 +41,7 @@ Args parse_args(int argc, char** argv) {
     else ROSETTA_FAIL("unknown option ", arg, " (--steps, --batch, --threads, --seed)");
   }
   ROSETTA_CHECK(a.steps > 0 && a.batch > 0, "--steps and --batch must be positive");
+  ROSETTA_CHECK(a.threads <= 1024, "--threads ", a.threads, " is more than 1024");
   return a;
 }
 
