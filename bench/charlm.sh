@@ -73,11 +73,14 @@ for line in open(path):
     runs.setdefault((name, int(threads)), []).append(float(tps))
 print(f"CPU: {cpu}; OpenBLAS core: {blas}; {rounds} alternating rounds of {steps} steps "
       "(the first 2 untimed), median tokens/s")
-print("| threads | rosetta tok/s | LibTorch tok/s | ratio | rosetta runs | LibTorch runs |")
-print("|---|---|---|---|---|---|")
+# "paired" is the median of the rounds' own ratios: the two runs of a round are back to back,
+# so it is the steadier figure when other jobs come and go on the cores.
+print("| threads | rosetta tok/s | LibTorch tok/s | ratio | paired ratio | rosetta runs | LibTorch runs |")
+print("|---|---|---|---|---|---|---|")
 for t in sorted({t for _, t in runs}):
     a, b = runs[("ours", t)], runs[("torch", t)]
     ma, mb = statistics.median(a), statistics.median(b)
+    paired = statistics.median(x / y for x, y in zip(a, b))
     fmt = lambda v: " ".join(f"{x:.0f}" for x in v)
-    print(f"| {t} | {ma:,.0f} | {mb:,.0f} | {ma / mb:.2f}x | {fmt(a)} | {fmt(b)} |")
+    print(f"| {t} | {ma:,.0f} | {mb:,.0f} | {ma / mb:.2f}x | {paired:.2f}x | {fmt(a)} | {fmt(b)} |")
 PY
