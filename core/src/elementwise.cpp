@@ -8,18 +8,24 @@
 #include "backward.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
+#include "vecmath.h"
 
 namespace rosetta {
 
 namespace {
 
+// gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x)
 template <class T>
-inline T gelu_cdf(T x) {  // Phi(x)
-  return T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+inline T gelu(T x) {
+  T cdf, pdf;
+  detail::normal_cdf_pdf(x, cdf, pdf);
+  return x * cdf;
 }
 template <class T>
-inline T gelu_pdf(T x) {  // phi(x)
-  return T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+inline T gelu_derivative(T x) {
+  T cdf, pdf;
+  detail::normal_cdf_pdf(x, cdf, pdf);
+  return cdf + x * pdf;
 }
 
 template <UnaryOp Op, class T>
@@ -31,7 +37,7 @@ inline T unary_fn(T x) {
   else if constexpr (Op == UnaryOp::tanh) return std::tanh(x);
   else if constexpr (Op == UnaryOp::sigmoid) return T(1) / (T(1) + std::exp(-x));
   else if constexpr (Op == UnaryOp::relu) return x > T(0) ? x : T(0);
-  else if constexpr (Op == UnaryOp::gelu) return x * gelu_cdf(x);
+  else if constexpr (Op == UnaryOp::gelu) return gelu(x);
   else if constexpr (Op == UnaryOp::abs) return std::abs(x);
   else if constexpr (Op == UnaryOp::square) return x * x;
   else return T(1) / x;  // reciprocal
@@ -47,7 +53,7 @@ inline T unary_grad(T x, T y, T dy) {
   else if constexpr (Op == UnaryOp::tanh) return dy * (T(1) - y * y);
   else if constexpr (Op == UnaryOp::sigmoid) return dy * y * (T(1) - y);
   else if constexpr (Op == UnaryOp::relu) return x > T(0) ? dy : T(0);
-  else if constexpr (Op == UnaryOp::gelu) return dy * (gelu_cdf(x) + x * gelu_pdf(x));
+  else if constexpr (Op == UnaryOp::gelu) return dy * gelu_derivative(x);
   else if constexpr (Op == UnaryOp::abs) return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
   else if constexpr (Op == UnaryOp::square) return dy * T(2) * x;
   else return -dy * y * y;  // reciprocal

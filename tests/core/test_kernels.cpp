@@ -57,6 +57,28 @@ TEST_CASE("unary kernels match the reference", "[core]") {
   }
 }
 
+// float GELU is computed from erfc without branches (core/src/vecmath.h): within a few ulp of
+// the exact value and derivative, also in the lower tail, where x (1 + erf(x / sqrt 2)) / 2
+// in float cancels (gelu(-6) would be off by 100%).
+TEST_CASE("float GELU and its derivative are accurate in both tails", "[core]") {
+  std::vector<float> xs;
+  for (float x = -12.0f; x <= 12.0f; x += 0.01f) xs.push_back(x);
+  const Tensor x = Tensor::from_vector(xs);
+  const Tensor ones = Tensor::ones({int64_t(xs.size())});
+  const std::vector<float> y = unary(UnaryOp::gelu, x).to_vector<float>();
+  const std::vector<float> dx =
+      unary_backward(UnaryOp::gelu, x, Tensor(), ones).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i], cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    INFO("x = " << v);
+    CHECK_THAT(y[i], Catch::Matchers::WithinRel(v * cdf, 1e-6));
+    // The derivative crosses zero near -0.75: bound the error by its terms' size instead.
+    CHECK_THAT(dx[i],
+               Catch::Matchers::WithinAbs(cdf + v * pdf, 1e-6 * (cdf + std::fabs(v) * pdf)));
+  }
+}
+
 TEST_CASE("binary kernels broadcast like NumPy", "[core]") {
   Generator g(12);
   // (a, b) shape pairs covering each broadcasting pattern.
