@@ -61,6 +61,14 @@ TEST_CASE("a module list names its modules 0, 1, ... under its own name", "[nn][
   REQUIRE_FALSE(m.blocks->empty());
 }
 
+TEST_CASE("a dotted name is refused with a pointer to ModuleList", "[nn][containers]") {
+  struct Bad : Module {
+    explicit Bad(Generator& g) { register_module("blocks.0", std::make_shared<Linear>(LinearOptions(2, 2), g)); }
+  };
+  Generator g(1);
+  REQUIRE_THROWS_WITH(Bad(g), Catch::Contains("invalid name 'blocks.0'") && Catch::Contains("ModuleList"));
+}
+
 TEST_CASE("modules pushed after registration appear in the parent's names and mode", "[nn][containers]") {
   Generator g(2);
   Model m(1, 8, g);
