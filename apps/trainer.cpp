@@ -146,27 +146,6 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   save_safetensors(run.checkpoint(), tensors, meta);
 }
 
-int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
-  auto it = m.find(key);
-  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not an integer");
-  }
-}
-
-double meta_double(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
-  auto it = m.find(key);
-  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
-  if (it->second == "nan") return kNaN;
-  try {
-    return std::stod(it->second);
-  } catch (const std::exception&) {
-    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not a number");
-  }
-}
-
 // Rank r's dropout stream. Rank 0 keeps the model's seed (so a run of one process is the
 // single-process run, and checkpoints hold rank 0's seed); the others get seeds derived from it
 // and their rank: different masks on every rank, the same ones again for the same seed.
@@ -204,13 +183,13 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
     ROSETTA_FAIL(path, ": ", e.what());
   }
   Progress p;
-  p.step = meta_int(st.metadata, path, "train.step");
+  p.step = metadata_int(st.metadata, "train.step", path);
   // Runs of earlier versions kept the best validation loss only.
   const bool by_loss = !st.metadata.count("train.best_metric");
   const std::string metric = by_loss ? "loss" : st.metadata.at("train.best_metric");
   ROSETTA_CHECK(metric == "loss" || metric == "bleu" || metric == "chrf", path, ": train.best_metric = '", metric,
                 "' is not loss, bleu or chrf");
-  p.best_valid = meta_double(st.metadata, path, by_loss ? "train.best_valid_loss" : "train.best_valid");
+  p.best_valid = metadata_double(st.metadata, by_loss ? "train.best_valid_loss" : "train.best_valid", path);
   // A run continued with another --best-metric starts its best afresh (best.safetensors is
   // replaced at the next validation).
   if (metric != c.best_metric) p.best_valid = kNaN;
@@ -219,9 +198,9 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const Proces
     if (saved && saved->numel() == ema.numel()) ema.copy_(*saved);
     else ema.copy_(opt.flat_params());  // --ema turned on when resuming: it starts from the weights
   }
-  p.bad_validations = meta_int(st.metadata, path, "train.bad_validations");
-  p.elapsed = meta_double(st.metadata, path, "train.elapsed_s");
-  p.skipped = meta_int(st.metadata, path, "train.skipped_nonfinite");
+  p.bad_validations = metadata_int(st.metadata, "train.bad_validations", path);
+  p.elapsed = metadata_double(st.metadata, "train.elapsed_s", path);
+  p.skipped = metadata_int(st.metadata, "train.skipped_nonfinite", path);
   ROSETTA_CHECK(p.step == opt.steps(), path, ": train.step ", p.step, " != optimizer steps ", opt.steps());
   try {
     it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));
@@ -543,7 +522,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
-  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.d_model);
+  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.model.d_model());
   if (root) check_run_dir(run, resuming, restart);
 
   // The data first: a run that fails on it leaves nothing behind.
@@ -584,7 +563,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     spdlog::info("{} model replicas, one per thread, each train a shard of every batch (--replicas)",
                  n_replicas);
   const auto schedule = optim::make_schedule(c.schedule, c.lr, c.warmup,
-                                             std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
+                                             std::max<int64_t>(c.max_steps, c.warmup + 1), c.model.d_model());
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
   Tensor ema;  // --ema: the moving average of the weights, in the optimizer's flat layout

@@ -203,9 +203,7 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   ROSETTA_CHECK(task != t.metadata.end(), path, ": not a rosetta translator checkpoint (no run.task)");
   std::string src_bytes, tgt_bytes;  // the tokenizers' files
   if (task->second == "copy") {
-    const auto it = t.metadata.find("run.copy_symbols");
-    ROSETTA_CHECK(it != t.metadata.end(), path, ": copy-task checkpoint without run.copy_symbols");
-    t.codec = Codec::symbols(std::stoll(it->second));
+    t.codec = Codec::symbols(metadata_int(t.metadata, "run.copy_symbols", path));
   } else {
     src_bytes = read_file(run.src_model());
     tgt_bytes = read_file(run.tgt_model());

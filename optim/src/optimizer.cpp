@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "rosetta/core/safetensors.h"
+
 namespace rosetta::optim {
 
 namespace {
@@ -78,12 +80,7 @@ void Optimizer::load_state(const std::function<const Tensor*(const std::string&)
                 "', this run uses '", name(), "'");
   ROSETTA_CHECK(get("optim.numel") == std::to_string(numel()), "optimizer state holds ",
                 get("optim.numel"), " values, the model has ", numel());
-  int64_t step = 0;
-  try {
-    step = std::stoll(get("optim.step"));
-  } catch (const std::exception&) {
-    ROSETTA_FAIL("optimizer state: optim.step = '", get("optim.step"), "' is not an integer");
-  }
+  const int64_t step = metadata_int(meta, "optim.step", "optimizer state");
   ROSETTA_CHECK(step >= 0, "optimizer state: negative step ", step);
   std::vector<std::pair<Tensor*, const Tensor*>> loads;
   for (auto& [n, dst] : buffers()) {
