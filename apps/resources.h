@@ -82,8 +82,9 @@ MemoryPlan decoding_plan(const nn::TransformerOptions& model_options, int64_t ro
 // ---------------------------------------------------------------- disk
 
 // Runs `write`, which writes files of a run atomically (core's write_file_atomic: a temporary
-// name, then rename); when it throws rosetta::Error (a full disk, a quota), rethrows the error
-// saying what is still there: the checkpoint `checkpoint`, intact (with its step), or none.
+// name, then rename); when it fails (a full disk, a quota; or memory to serialize them),
+// throws its error as rosetta::Error saying what is still there: the checkpoint `checkpoint`,
+// intact (with its step), or none.
 void keeping_last_checkpoint(const std::string& checkpoint, const std::function<void()>& write);
 
 }  // namespace rosetta::cli

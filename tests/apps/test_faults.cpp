@@ -402,6 +402,30 @@ TEST_CASE("the activation estimate bounds the measured peak of a batch", "[resou
   }
 }
 
+// The decoding estimate against the allocator's peak over a beam search of a batch to its
+// length limit.
+TEST_CASE("the decoding estimate bounds the measured peak of a batch", "[resources]") {
+  set_num_threads(1);
+  const auto o = nn::TransformerOptions().src_vocab(50).tgt_vocab(50).d_model(32).heads(2).ff(64).encoder_layers(1)
+                     .decoder_layers(2).share_embeddings(true).tie_output(true).max_len(64);
+  Generator g(4);
+  nn::Transformer model(o, g);
+  model.eval();
+  const int64_t rows = 24, S = 12;
+  const Tensor src = g.randint({rows, S}, 4, 50);
+  const auto search = nn::SearchOptions().beam(4).stop_at_eos(false);
+  const cli::MemoryPlan plan = cli::decoding_plan(o, rows, S, search, rows * S);
+  release_cached_memory();
+  reset_allocator_peak();
+  const size_t before = allocator_stats().in_use_bytes;
+  nn::search(model, src, search);
+  const double measured = double(allocator_stats().peak_bytes - before);
+  const double estimate = plan.total() - plan.parts[0].second;  // the weights were allocated before
+  INFO("measured " << measured << ", estimated " << estimate);
+  REQUIRE(estimate >= measured);
+  REQUIRE(estimate <= 2 * measured);
+}
+
 TEST_CASE("the default translator's plan fits in 1 GiB", "[resources]") {
   const cli::TrainConfig c;  // the defaults are the default translator
   const cli::MemoryPlan plan = cli::training_plan(c, 2, 1);
