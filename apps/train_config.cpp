@@ -130,6 +130,10 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
                  "model replicas, one per thread, each training a shard of every batch (0: one "
                  "per thread for models whose GEMMs are too small for BLAS's threads, else 1)")
       ->group(run);
+  cmd.add_option("--memory-limit", c.memory_limit,
+                 "memory the run may use, e.g. 2G or 512M (default: what is available, from /proc/meminfo "
+                 "and the cgroup's limit); a larger plan is refused before it starts")
+      ->group(run);
   cmd.add_option("--validate-every", c.validate_every, "validate every N updates (0: only at the end)")->group(run);
   cmd.add_option("--save-every", c.save_every, "checkpoint every N updates (0: only at the end)")->group(run);
   cmd.add_option("--log-every", c.log_every, "log training metrics every N updates")->group(run);

@@ -75,6 +75,7 @@ struct TrainConfig {
   uint64_t seed = 1;
   int threads = 0;  // 0 = OMP default
   int replicas = 0;  // model replicas training shards of each batch, one per thread (0 = automatic)
+  std::string memory_limit;  // e.g. 2G: the memory the run may use ("" = what is available, detected)
   int64_t validate_every = 200, save_every = 200, log_every = 50;
   int64_t valid_bleu_sentences = 300;  // valid sentences translated for BLEU/chrF (0 = none)
   int valid_beam = 1;

@@ -20,6 +20,8 @@
 #include "log.h"
 #include "replicas.h"
 #include "report.h"
+#include "resources.h"
+#include "run_lock.h"
 #include "run_data.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
@@ -516,6 +518,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   if (!c.resume.empty()) c.out = c.resume;
   c.validate();
   const RunPaths run(c.out);
+  // This process owns the run directory (the root, for the job) before it reads anything there.
+  const RunLock lock(root ? run.dir : "", c.resume.empty());
   // --resume of a run stopped before its first checkpoint starts it over from its config.toml.
   const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
   const bool restart = !c.resume.empty() && !resuming;
@@ -524,6 +528,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   set_num_threads(threads_for(c, group));
   const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.model.d_model());
   if (root) check_run_dir(run, resuming, restart);
+  if (root) MemoryBudget(c.memory_limit).check(training_plan(c, n_replicas, group.local_size()));
 
   // The data first: a run that fails on it leaves nothing behind.
   RunData d;
@@ -617,15 +622,17 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   auto save = [&] {
     replica_diff = std::max(replica_diff, sync_replicas(group, *opt, dropout));
     if (!root) return;
-    save_checkpoint(run, c, d, model, *opt, ema, it, p, elapsed());
-    if (c.keep_checkpoints > 0) {
-      save_weights(run.snapshot(p.step), c, model, d, p.step);
-      prune_snapshots(run, c.keep_checkpoints);
-    }
-    if (ema.defined()) {
-      const EmaWeights swap(ema, *opt);
-      save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
-    }
+    keeping_last_checkpoint(run.checkpoint(), [&] {  // a full disk: the error says what is kept
+      save_checkpoint(run, c, d, model, *opt, ema, it, p, elapsed());
+      if (c.keep_checkpoints > 0) {
+        save_weights(run.snapshot(p.step), c, model, d, p.step);
+        prune_snapshots(run, c.keep_checkpoints);
+      }
+      if (ema.defined()) {
+        const EmaWeights swap(ema, *opt);
+        save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
+      }
+    });
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the
   // same loss; the root logs and keeps the best model.
@@ -647,8 +654,10 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       p.best_valid = value;
       p.bad_validations = 0;
       if (root)
-        save_weights(run.best(), c, model, d, p.step,
-                     {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+        keeping_last_checkpoint(run.checkpoint(), [&] {
+          save_weights(run.best(), c, model, d, p.step,
+                       {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+        });
     } else {
       ++p.bad_validations;
     }

@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/safetensors.h"
+#include "resources.h"
 
 namespace rosetta::cli {
 
@@ -176,7 +178,7 @@ void load_model_weights(nn::Module& model, const SafeTensors& st, const std::str
   }
 }
 
-Translator Translator::load(const std::string& dir, const std::string& which) {
+std::string Translator::weights_file(const std::string& dir, const std::string& which) {
   ROSETTA_CHECK(fs::is_directory(dir), "--model ", dir, " is not a directory (give a run directory ",
                 "made by rosetta train)");
   const RunPaths run(dir);
@@ -195,6 +197,12 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   } else {
     ROSETTA_FAIL("unknown checkpoint '", which, "' (best, last, averaged or ema)");
   }
+  return path;
+}
+
+Translator Translator::load(const std::string& dir, const std::string& which) {
+  const std::string path = weights_file(dir, which);
+  const RunPaths run(dir);
   Translator t;
   t.weights_path = path;
   const SafeTensors st = load_safetensors(path);  // checked before anything is built
@@ -233,7 +241,8 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
                                                          const nn::SearchOptions& options,
-                                                         int64_t batch_tokens, int64_t* truncated) {
+                                                         int64_t batch_tokens, int64_t* truncated,
+                                                         const MemoryBudget* budget) {
   const int64_t limit = model.options().max_len();
   std::vector<std::vector<int32_t>> ids(lines.size());
   int64_t cut = 0;
@@ -259,17 +268,31 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
   std::vector<std::vector<nn::Hypothesis>> out(lines.size());
   for (size_t i = 0; i < lines.size(); ++i)
     if (ids[i].empty()) out[i] = {nn::Hypothesis{}};
-  size_t at = 0;
-  while (at < order.size()) {
+  // Batches of rows [begin, end) of `order`, their sources padded to `len`.
+  struct Span {
+    size_t begin, end;
+    int64_t len;
+  };
+  std::vector<Span> batches;
+  for (size_t at = 0; at < order.size(); at = batches.back().end) {
     const int64_t S = std::max<int64_t>(int64_t(ids[order[at]].size()), 1);
-    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, 256));
-    const size_t end = std::min(order.size(), at + B);
-    std::vector<int32_t> flat((end - at) * size_t(S), model.options().pad_id());
-    for (size_t r = at; r < end; ++r)
-      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - at) * S);
-    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(end - at), S}), options);
-    for (size_t r = at; r < end; ++r) out[order[r]] = hyps[r - at];
-    at = end;
+    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, kMaxBatchRows));
+    batches.push_back({at, std::min(order.size(), at + B), S});
+  }
+  if (budget) {
+    std::optional<MemoryPlan> largest;
+    for (const Span& b : batches) {
+      MemoryPlan plan = decoding_plan(model.options(), int64_t(b.end - b.begin), b.len, options, batch_tokens);
+      if (!largest || plan.total() > largest->total()) largest = std::move(plan);
+    }
+    if (largest) budget->check(*largest);
+  }
+  for (const Span& b : batches) {
+    std::vector<int32_t> flat((b.end - b.begin) * size_t(b.len), model.options().pad_id());
+    for (size_t r = b.begin; r < b.end; ++r)
+      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - b.begin) * b.len);
+    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(b.end - b.begin), b.len}), options);
+    for (size_t r = b.begin; r < b.end; ++r) out[order[r]] = hyps[r - b.begin];
   }
   return out;
 }

@@ -83,15 +83,21 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
 // optim.* are skipped), after verify_checksum. Errors name the file.
 void load_model_weights(nn::Module& model, const SafeTensors& st, const std::string& path);
 
+class MemoryBudget;  // resources.h
+
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
-// tokens; returns the hypotheses in input order. Sources longer than the model's maximum length
-// are cut to it and counted in *truncated. A line the codec rejects throws "line N: ...".
+// tokens and kMaxBatchRows sentences; returns the hypotheses in input order. Sources longer
+// than the model's maximum length are cut to it and counted in *truncated. A line the codec
+// rejects throws "line N: ...". With a `budget`, the largest batch is checked against it
+// (decoding_plan) before any is decoded.
+inline constexpr int64_t kMaxBatchRows = 256;
 std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
                                                          const nn::SearchOptions& options,
                                                          int64_t batch_tokens,
-                                                         int64_t* truncated = nullptr);
+                                                         int64_t* truncated = nullptr,
+                                                         const MemoryBudget* budget = nullptr);
 
 // The values of translate's and eval's --checkpoint (Translator::load's `which`), and their help.
 inline const std::vector<std::string> kCheckpointChoices{"best", "last", "averaged", "ema"};
@@ -112,12 +118,15 @@ struct Translator {
   //   "ema"       DIR/ema.safetensors (written by rosetta train --ema)
   // Throws with a clear message when DIR holds no such file.
   static Translator load(const std::string& dir, const std::string& which = "best");
+  // The file load() reads; throws as load() does.
+  static std::string weights_file(const std::string& dir, const std::string& which = "best");
 
   std::vector<std::vector<nn::Hypothesis>> translate(const std::vector<std::string>& lines,
                                                      const nn::SearchOptions& options,
                                                      int64_t batch_tokens,
-                                                     int64_t* truncated = nullptr) const {
-    return translate_lines(*model, codec, lines, options, batch_tokens, truncated);
+                                                     int64_t* truncated = nullptr,
+                                                     const MemoryBudget* budget = nullptr) const {
+    return translate_lines(*model, codec, lines, options, batch_tokens, truncated, budget);
   }
 };
 
