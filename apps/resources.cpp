@@ -238,7 +238,7 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
   const double ema = c.ema > 0 ? weights : 0;
   MemoryPlan plan;
   plan.what = ranks > 1 ? "this run (" + std::to_string(ranks) + " ranks on this machine)" : "this run";
-  plan.parts = {{"weights", weights + kFloat * double(c.max_len * c.d_model)},  // + the positional table
+  plan.parts = {{"weights", weights + kFloat * double(c.model.max_len() * c.model.d_model())},  // + the positional table
                 {"gradients", weights},
                 {"optimizer state", optimizer_tensors * weights},
                 {"EMA", ema},
@@ -249,11 +249,11 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
                 {"checkpoint being written", (1 + optimizer_tensors) * weights + ema}};
   for (auto& part : plan.parts) part.second *= ranks;
   std::ostringstream d;
-  d << "the sizes follow --d-model " << c.d_model << " --ff " << c.ff << " --heads " << c.heads << " --encoder-layers "
-    << c.encoder_layers << " --decoder-layers " << c.decoder_layers
+  d << "the sizes follow --d-model " << c.model.d_model() << " --ff " << c.model.ff() << " --heads " << c.model.heads() << " --encoder-layers "
+    << c.model.encoder_layers() << " --decoder-layers " << c.model.decoder_layers()
     << (c.task == "copy" ? " --copy-symbols " + std::to_string(c.copy_symbols)
                          : " --vocab-size " + std::to_string(c.vocab_size))
-    << " --max-tokens " << c.max_tokens << " --max-len " << c.max_len << " --optimizer " << c.optimizer;
+    << " --max-tokens " << c.max_tokens << " --max-len " << c.model.max_len() << " --optimizer " << c.optimizer;
   if (c.ema > 0) d << " --ema " << number(c.ema);
   if (replicas > 1) d << " --replicas " << replicas;
   d << ": choose smaller values";
