@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
+#include "resources.h"
 #include "report.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
@@ -45,6 +46,8 @@ struct EvalArgs {
 void run_eval(const EvalArgs& a) {
   check_output_path(a.output, "--output");
   set_num_threads(a.threads);
+  const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
+  budget.check(loading_plan(Translator::weights_file(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
   const data::Corpus corpus = a.test.empty() ? data::read_aligned(a.src, a.ref) : data::read_tsv(a.test);
   std::vector<std::string> srcs, refs;
@@ -56,8 +59,8 @@ void run_eval(const EvalArgs& a) {
   int64_t truncated = 0;
   std::vector<std::vector<nn::Hypothesis>> hyps;
   try {
-    hyps = t.translate(srcs, a.decode.options(), a.batch_tokens,
-                       &truncated);
+    hyps = t.translate(srcs, a.decode.options(), a.batch_tokens, &truncated,
+                        decoding_check(budget, t.model->options(), a.decode.options(), a.batch_tokens));
   } catch (const Error& e) {
     ROSETTA_FAIL(a.test.empty() ? a.src : a.test, ": ", e.what());
   }

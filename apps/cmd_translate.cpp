@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
+#include "resources.h"
 #include "rosetta/core/io.h"
 #include "svg.h"
 #include "text_io.h"
@@ -26,6 +27,8 @@ void run(const TranslateArgs& a) {
   check_output_path(a.output, "--output");
   check_output_path(a.attention, "--attention");
   set_num_threads(a.threads);
+  const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
+  budget.check(loading_plan(Translator::weights_file(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
   const std::vector<std::string> lines = read_lines(a.input);
   const int n_best = std::max(a.n_best, 1);
@@ -33,7 +36,8 @@ void run(const TranslateArgs& a) {
   int64_t truncated = 0;
   std::vector<std::vector<nn::Hypothesis>> hyps;
   try {
-    hyps = t.translate(lines, options, a.batch_tokens, &truncated);
+    hyps = t.translate(lines, options, a.batch_tokens, &truncated,
+                        decoding_check(budget, t.model->options(), options, a.batch_tokens));
   } catch (const Error& e) {
     ROSETTA_FAIL(a.input == "-" || a.input.empty() ? "<stdin>" : a.input, ": ", e.what());
   }

@@ -1,5 +1,5 @@
 // The search flags `translate` and `eval` share, with the defaults of the default translator
-// (chosen on the validation set; README, "The default translator").
+// (chosen on the validation set; README, "The default translator"), and their memory limit.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,6 +23,7 @@ struct DecodeArgs {
   // A source of S tokens gets at most a * S + b target tokens: a runaway repetition stops there.
   double max_len_a = 1.5;
   int64_t max_len_b = 10;
+  std::string memory_limit;  // "" = what is available (resources.h)
 
   nn::SearchOptions options() const {
     return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b);
@@ -37,6 +38,9 @@ inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
       ->check(CLI::Range(0.0, 100.0))->capture_default_str();
   cmd.add_option("--max-len-b", a.max_len_b, "see --max-len-a")->check(CLI::Range(int64_t(0), int64_t(1) << 20))
       ->capture_default_str();
+  cmd.add_option("--memory-limit", a.memory_limit,
+                 "memory it may use, e.g. 2G or 512M (default: what is available); a model or batch that "
+                 "needs more is refused before it is loaded or decoded");
 }
 
 }  // namespace rosetta::cli

@@ -4,40 +4,18 @@
 // usage error. Either way the user sees one line on stderr: "rosetta: error: <message>".
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include "commands.h"
+#include "errors.h"
 #include "log.h"
 #include "rosetta/core/check.h"
 
 namespace {
 
-// The message on one line: line breaks and other control characters are escaped, so a value
-// quoted from a bad file cannot split the line or reach the terminal raw.
-std::string one_line(const char* what) {
-  std::string out;
-  for (const char* p = what; *p; ++p) {
-    const unsigned char c = static_cast<unsigned char>(*p);
-    if (c == '\n') {
-      out += " | ";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
-
-void print_error(const std::string& message) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "rosetta: error: %s\n", one_line(message.c_str()).c_str());
-}
+using rosetta::cli::print_error;
 
 // The name of the first argument when it looks like a command that does not exist.
 std::string unknown_command(CLI::App& app, int argc, char** argv) {
@@ -62,6 +40,7 @@ static void ensure_passive_wait(char** argv) {
 
 int main(int argc, char** argv) {
   ensure_passive_wait(argv);
+  rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};
   app.set_version_flag("--version", std::string("rosetta ") + ROSETTA_VERSION);
@@ -93,7 +72,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     // Library errors name the file, line or value involved.
-    print_error(e.what());
+    print_error(rosetta::cli::error_message(e));
     return 1;
   }
   return 0;

@@ -155,7 +155,7 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   }
   kept.clear();
   d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
-  data::filter_by_tokens(d.valid, size_t(c.max_len - 2), size_t(c.max_len - 2), &kept);
+  data::filter_by_tokens(d.valid, size_t(c.model.max_len() - 2), size_t(c.model.max_len() - 2), &kept);
   for (size_t i : kept) d.valid_text.push_back(valid.pairs[i]);
 }
 

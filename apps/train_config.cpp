@@ -1,5 +1,6 @@
 #include "train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -8,6 +9,46 @@
 #include "rosetta/core/io.h"
 
 namespace rosetta::cli {
+
+namespace {
+// Options the data determines (the vocabularies and the padding id come from the tokenizers),
+// or that have no flag.
+bool set_without_flag(const std::string& key) {
+  return key == "src_vocab" || key == "tgt_vocab" || key == "pad_id" || key == "layer_norm_eps";
+}
+
+// A model option's flag: --d-model for d_model; norm_first is --norm pre|post.
+std::string model_flag(const std::string& key) {
+  if (key == "norm_first") return "--norm";
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+template <class T>
+CLI::Option* add_model_flag(CLI::App& cmd, T& value, const nn::OptionField& f) {
+  CLI::Option* opt = cmd.add_option(model_flag(f.key), value, f.description);
+  if (!f.choices.empty()) opt->check(CLI::IsMember(f.choices));
+  return opt;
+}
+
+CLI::Option* add_model_flag(CLI::App& cmd, bool& value, const nn::OptionField& f) {
+  if (std::string(f.key) != "norm_first") return cmd.add_option(model_flag(f.key), value, f.description);
+  return cmd
+      .add_option_function<std::string>(
+          "--norm", [&value](const std::string& v) { value = v == "pre"; },
+          "pre (pre-norm) or post (post-norm, as the paper)")
+      ->check(CLI::IsMember({"pre", "post"}))
+      ->default_str(value ? "pre" : "post");
+}
+
+// The flags of nn::TransformerOptions, from its list of options.
+void add_model_options(CLI::App& cmd, nn::TransformerOptions& o) {
+  nn::TransformerOptions::for_each_field(o, [&](auto& value, const nn::OptionField& f) {
+    if (!set_without_flag(f.key)) add_model_flag(cmd, value, f)->group("Model");
+  });
+}
+}  // namespace
 
 void add_train_options(CLI::App& cmd, TrainConfig& c) {
   const char* data = "Data";
@@ -47,25 +88,7 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--tokenizer", c.tokenizer, "unigram or bpe")
       ->check(CLI::IsMember({"unigram", "bpe"}))->group(tok);
 
-  const char* model = "Model";
-  cmd.add_option("--d-model", c.d_model, "model width")->group(model);
-  cmd.add_option("--heads", c.heads, "attention heads")->group(model);
-  cmd.add_option("--ff", c.ff, "feed-forward width")->group(model);
-  cmd.add_option("--encoder-layers", c.encoder_layers, "encoder layers")->group(model);
-  cmd.add_option("--decoder-layers", c.decoder_layers, "decoder layers")->group(model);
-  cmd.add_option("--dropout", c.dropout, "dropout probability (residual connections and embeddings)")->group(model);
-  cmd.add_option("--attention-dropout", c.attention_dropout, "dropout on attention probabilities (< 0: --dropout)")
-      ->group(model);
-  cmd.add_option("--activation-dropout", c.activation_dropout,
-                 "dropout after the feed-forward activation (< 0: --dropout)")->group(model);
-  cmd.add_option("--norm", c.norm, "pre (pre-norm) or post (post-norm, as the paper)")
-      ->check(CLI::IsMember({"pre", "post"}))->group(model);
-  cmd.add_option("--activation", c.activation, "relu or gelu")
-      ->check(CLI::IsMember({"relu", "gelu"}))->group(model);
-  cmd.add_option("--share-embeddings", c.share_embeddings,
-                 "one embedding table for source and target (needs --joint-vocab)")->group(model);
-  cmd.add_option("--tie-output", c.tie_output, "output projection = target embedding")->group(model);
-  cmd.add_option("--max-len", c.max_len, "longest sequence the model accepts")->group(model);
+  add_model_options(cmd, c.model);
 
   const char* opt = "Optimisation";
   cmd.add_option("--label-smoothing", c.label_smoothing, "label smoothing")->group(opt);
@@ -106,6 +129,10 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
   cmd.add_option("--replicas", c.replicas,
                  "model replicas, one per thread, each training a shard of every batch (0: one "
                  "per thread for models whose GEMMs are too small for BLAS's threads, else 1)")
+      ->group(run);
+  cmd.add_option("--memory-limit", c.memory_limit,
+                 "memory the run may use, e.g. 2G or 512M (default: what is available, from /proc/meminfo "
+                 "and the cgroup's limit); a larger plan is refused before it starts")
       ->group(run);
   cmd.add_option("--validate-every", c.validate_every, "validate every N updates (0: only at the end)")->group(run);
   cmd.add_option("--save-every", c.save_every, "checkpoint every N updates (0: only at the end)")->group(run);
@@ -168,16 +195,7 @@ void TrainConfig::validate() const {
   positive("vocab-size", vocab_size);
   non_negative("max-src-len", double(max_src_len));
   non_negative("max-tgt-len", double(max_tgt_len));
-  positive("d-model", d_model);
-  positive("heads", heads);
-  positive("ff", ff);
-  positive("encoder-layers", encoder_layers);
-  positive("decoder-layers", decoder_layers);
-  positive("max-len", max_len);
-  ROSETTA_CHECK(d_model % heads == 0, "--d-model ", d_model, " is not divisible by --heads ", heads);
-  ROSETTA_CHECK(dropout >= 0 && dropout < 1, "--dropout ", dropout, " outside [0, 1)");
-  ROSETTA_CHECK(attention_dropout < 1, "--attention-dropout ", attention_dropout, " outside [0, 1)");
-  ROSETTA_CHECK(activation_dropout < 1, "--activation-dropout ", activation_dropout, " outside [0, 1)");
+  model.validate(model_flag);
   ROSETTA_CHECK(word_dropout >= 0 && word_dropout < 1, "--word-dropout ", word_dropout, " outside [0, 1)");
   positive("train-repeat", train_repeat);
   ROSETTA_CHECK(extra_max >= 0, "--extra-max must not be negative, got ", extra_max);
@@ -201,7 +219,7 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(warmup >= 0, "--warmup must not be negative, got ", warmup);
   positive("max-tokens", max_tokens);
   // A batch holds at least one sequence of the longest length the model accepts.
-  ROSETTA_CHECK(max_tokens >= max_len, "--max-tokens ", max_tokens, " is smaller than --max-len ", max_len,
+  ROSETTA_CHECK(max_tokens >= model.max_len(), "--max-tokens ", max_tokens, " is smaller than --max-len ", model.max_len(),
                 ": a batch must hold at least one sequence of the longest length");
   positive("accum", accum);
   ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0 && early_stopping >= 0,
@@ -212,7 +230,7 @@ void TrainConfig::validate() const {
   positive("valid-beam", valid_beam);
   ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
   ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
-  ROSETTA_CHECK(!share_embeddings || joint_vocab || task == "copy",
+  ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == "copy",
                 "--share-embeddings needs --joint-vocab");
   max_time_seconds();
   if (task == "copy") {
@@ -222,8 +240,8 @@ void TrainConfig::validate() const {
                   copy_min_len);
     positive("copy-train-size", copy_train_size);
     positive("copy-valid-size", copy_valid_size);
-    ROSETTA_CHECK(copy_max_len <= max_len - 2, "--copy-max-len ", copy_max_len,
-                  " does not fit --max-len ", max_len);
+    ROSETTA_CHECK(copy_max_len <= model.max_len() - 2, "--copy-max-len ", copy_max_len,
+                  " does not fit --max-len ", model.max_len());
   } else {
     ROSETTA_CHECK(!train.empty() || (!src.empty() && !tgt.empty()),
                   "no training data: give --train FILE.tsv, or --src FILE --tgt FILE (or --task copy)");
@@ -231,6 +249,7 @@ void TrainConfig::validate() const {
     ROSETTA_CHECK(src.empty() == tgt.empty(), "--src and --tgt go together");
     ROSETTA_CHECK(valid_src.empty() == valid_tgt.empty(), "--valid-src and --valid-tgt go together");
     // Sources enter the encoder as they are; targets get bos (decoder input) or eos (output).
+    const int64_t max_len = model.max_len();
     ROSETTA_CHECK(src_limit() <= max_len, "--max-src-len ", max_src_len, " is longer than --max-len ", max_len);
     ROSETTA_CHECK(max_len >= 2 && tgt_limit() < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
                   " (a target takes its length + 1 positions)");
@@ -257,24 +276,10 @@ double TrainConfig::max_time_seconds() const {
 }
 
 nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt_vocab) const {
-  const bool share = share_embeddings && src_vocab == tgt_vocab;
-  return nn::TransformerOptions()
+  return nn::TransformerOptions(model)
       .src_vocab(src_vocab)
       .tgt_vocab(tgt_vocab)
-      .d_model(d_model)
-      .heads(heads)
-      .ff(ff)
-      .encoder_layers(encoder_layers)
-      .decoder_layers(decoder_layers)
-      .dropout(dropout)
-      .attention_dropout(attention_dropout)
-      .activation_dropout(activation_dropout)
-      .activation(activation)
-      .norm_first(norm == "pre")
-      .share_embeddings(share)
-      .tie_output(tie_output)
-      .max_len(max_len)
-      .pad_id(0);
+      .share_embeddings(model.share_embeddings() && src_vocab == tgt_vocab);
 }
 
 }  // namespace rosetta::cli

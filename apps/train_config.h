@@ -39,16 +39,19 @@ struct TrainConfig {
   double word_dropout = 0;   // source and decoder-input tokens replaced by unk
   int sp_nbest = 0;          // subword regularization: sample among the n-best segmentations (< 2: off)
   double sp_alpha = 0.2;     // its smoothing: P(segmentation) ~ exp(alpha * log-probability)
-  // model
-  int64_t d_model = 256, heads = 4, ff = 1024, encoder_layers = 2, decoder_layers = 2;
-  double dropout = 0.2;
-  double attention_dropout = -1;   // on attention probabilities (< 0: --dropout)
-  double activation_dropout = -1;  // inside the feed-forward block (< 0: --dropout)
-  std::string norm = "pre";  // pre | post
-  std::string activation = "relu";
-  bool share_embeddings = true;  // needs joint_vocab
-  bool tie_output = true;
-  int64_t max_len = 256;
+  // model: a flag for each option of nn::TransformerOptions (--d-model, --heads, ...; --norm
+  // pre|post for norm_first) but those the data sets (the vocabularies, pad_id) and
+  // layer_norm_eps.
+  nn::TransformerOptions model = nn::TransformerOptions()
+                                     .d_model(256)
+                                     .heads(4)
+                                     .ff(1024)
+                                     .encoder_layers(2)
+                                     .decoder_layers(2)
+                                     .dropout(0.2)
+                                     .share_embeddings(true)  // needs joint_vocab
+                                     .tie_output(true)
+                                     .max_len(256);
   // objective, optimizer, schedule
   double label_smoothing = 0.1;
   std::string optimizer = "adam";  // adam | adamw | sgd
@@ -72,6 +75,7 @@ struct TrainConfig {
   uint64_t seed = 1;
   int threads = 0;  // 0 = OMP default
   int replicas = 0;  // model replicas training shards of each batch, one per thread (0 = automatic)
+  std::string memory_limit;  // e.g. 2G: the memory the run may use ("" = what is available, detected)
   int64_t validate_every = 200, save_every = 200, log_every = 50;
   int64_t valid_bleu_sentences = 300;  // valid sentences translated for BLEU/chrF (0 = none)
   int valid_beam = 1;
@@ -86,9 +90,10 @@ struct TrainConfig {
   void validate() const;
   // The length filters in effect: --max-src-len/--max-tgt-len, or else what --max-len allows
   // (a source takes its length in positions, a target its length + 1).
-  int64_t src_limit() const { return max_src_len > 0 ? max_src_len : max_len; }
-  int64_t tgt_limit() const { return max_tgt_len > 0 ? max_tgt_len : max_len - 1; }
+  int64_t src_limit() const { return max_src_len > 0 ? max_src_len : model.max_len(); }
+  int64_t tgt_limit() const { return max_tgt_len > 0 ? max_tgt_len : model.max_len() - 1; }
   double max_time_seconds() const;  // 0 = no limit
+  // `model` for these vocabularies (shared embeddings only when they are equal).
   nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
 };
 

@@ -18,6 +18,8 @@
 
 #include "log.h"
 #include "report.h"
+#include "resources.h"
+#include "run_lock.h"
 #include "run_data.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
@@ -118,27 +120,6 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   save_training_checkpoint(run.checkpoint(), trainer, std::move(meta));
 }
 
-int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
-  auto it = m.find(key);
-  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not an integer");
-  }
-}
-
-double meta_double(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
-  auto it = m.find(key);
-  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
-  if (it->second == "nan") return kNaN;
-  try {
-    return std::stod(it->second);
-  } catch (const std::exception&) {
-    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not a number");
-  }
-}
-
 // The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
 // the run directory; every rank then restores the same state (the dropout stream, its own).
 Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, Trainer& trainer,
@@ -171,12 +152,12 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const RunDat
   const std::string metric = by_loss ? "loss" : st.metadata.at("train.best_metric");
   ROSETTA_CHECK(metric == "loss" || metric == "bleu" || metric == "chrf", path, ": train.best_metric = '", metric,
                 "' is not loss, bleu or chrf");
-  p.best_valid = meta_double(st.metadata, path, by_loss ? "train.best_valid_loss" : "train.best_valid");
+  p.best_valid = metadata_double(st.metadata, by_loss ? "train.best_valid_loss" : "train.best_valid", path);
   // A run continued with another --best-metric starts its best afresh (best.safetensors is
   // replaced at the next validation).
   if (metric != c.best_metric) p.best_valid = kNaN;
-  p.bad_validations = meta_int(st.metadata, path, "train.bad_validations");
-  p.elapsed = meta_double(st.metadata, path, "train.elapsed_s");
+  p.bad_validations = metadata_int(st.metadata, "train.bad_validations", path);
+  p.elapsed = metadata_double(st.metadata, "train.elapsed_s", path);
   try {
     it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));
   } catch (const std::out_of_range&) {
@@ -407,6 +388,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   if (!c.resume.empty()) c.out = c.resume;
   c.validate();
   const RunPaths run(c.out);
+  // This process owns the run directory (the root, for the job) before it reads anything there.
+  const RunLock lock(root ? run.dir : "", c.resume.empty());
   // --resume of a run stopped before its first checkpoint starts it over from its config.toml.
   const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
   const bool restart = !c.resume.empty() && !resuming;
@@ -415,8 +398,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   set_num_threads(threads_for(c, group));
   ROSETTA_CHECK(c.replicas <= get_num_threads(), "--replicas ", c.replicas, " exceeds the ", get_num_threads(),
                 " threads of this process (one replica per thread; see --threads)");
-  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.d_model);
+  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.model.d_model());
   if (root) check_run_dir(run, resuming, restart);
+  if (root) MemoryBudget(c.memory_limit).check(training_plan(c, n_replicas, group.local_size()));
 
   // The data first: a run that fails on it leaves nothing behind.
   RunData d;
@@ -449,7 +433,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   model.train();
   auto opt = make_optimizer(c, model.parameters());
   const std::shared_ptr<const optim::Schedule> schedule = optim::make_schedule(
-      c.schedule, c.lr, c.warmup, std::max<int64_t>(c.max_steps, c.warmup + 1), c.d_model);
+      c.schedule, c.lr, c.warmup, std::max<int64_t>(c.max_steps, c.warmup + 1), c.model.d_model());
   // Replicas 1..n-1 are tied to the model's weights (train/replicas.h): their weights follow
   // the model's through resume and broadcast, since both write the shared values in place.
   Trainer trainer(model, *opt,
@@ -508,15 +492,17 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   auto save = [&] {
     replica_diff = std::max(replica_diff, trainer.synchronize());
     if (!root) return;
-    save_checkpoint(run, c, d, trainer, it, p, elapsed());
-    if (c.keep_checkpoints > 0) {
-      save_weights(run.snapshot(p.step), c, model, d, p.step);
-      prune_snapshots(run, c.keep_checkpoints);
-    }
-    if (trainer.ema().defined()) {
-      const EmaWeights swap(trainer);
-      save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
-    }
+    keeping_last_checkpoint(run.checkpoint(), [&] {  // a full disk: the error says what is kept
+      save_checkpoint(run, c, d, trainer, it, p, elapsed());
+      if (c.keep_checkpoints > 0) {
+        save_weights(run.snapshot(p.step), c, model, d, p.step);
+        prune_snapshots(run, c.keep_checkpoints);
+      }
+      if (trainer.ema().defined()) {
+        const EmaWeights swap(trainer);
+        save_weights(run.ema(), c, model, d, p.step, {{"train.ema", to_str(c.ema)}});
+      }
+    });
   };
   // Collective: every rank validates its share and applies the same early-stopping rule to the
   // same loss; the root logs and keeps the best model.
@@ -537,8 +523,10 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       p.best_valid = value;
       p.bad_validations = 0;
       if (root)
-        save_weights(run.best(), c, model, d, p.step,
-                     {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+        keeping_last_checkpoint(run.checkpoint(), [&] {
+          save_weights(run.best(), c, model, d, p.step,
+                       {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+        });
     } else {
       ++p.bad_validations;
     }

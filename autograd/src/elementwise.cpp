@@ -1,19 +1,37 @@
-// Elementwise ops. Broadcast inputs get their gradient summed back to their own shape (sum_to).
+// Elementwise ops. Broadcast inputs get their gradient summed back to their own shape (the
+// core backward kernels do it: expand_backward, binary_backward, where_backward).
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/ops.h"
 
 namespace rosetta {
 
 namespace {
-Tensor zeros_like_scalar(const Tensor& t) { return Tensor::zeros({}, t.dtype()); }
+// Input i's gradient += alpha * dy summed to its shape: dy itself when there is nothing to do.
+void pass_sum(Node& n, size_t i, const Tensor& dy, double alpha = 1.0) {
+  if (!n.needs(i)) return;
+  if (alpha == 1.0 && dy.shape() == n.inputs[i]->shape) return n.pass_view(i, dy);
+  GradDest d = n.grad_dest(i);
+  expand_backward(dy, d, alpha);
+  d.commit();
+}
+
+// The gradients of both operands of y = binary(op, a, b) (see core binary_backward).
+void binary_grads(Node& n, BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& y,
+                  const Tensor& dy) {
+  for (int i = 0; i < 2; ++i) {
+    GradDest d = n.grad_dest(size_t(i));
+    binary_backward(op, i, a, b, y, dy, d);
+    d.commit();
+  }
+}
 }  // namespace
 
 // y = a + b   =>  da += dy, db += dy
 Var add(const Var& a, const Var& b) {
   Var out(rosetta::add(a.data(), b.data()));
-  record(out, "add", {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& dy, Node& n) {
-    if (n.needs(0)) n.accumulate(0, sum_to(dy, sa));
-    if (n.needs(1)) n.accumulate(1, sum_to(dy, sb));
+  record(out, "add", {&a, &b}, [](const Tensor& dy, Node& n) {
+    pass_sum(n, 0, dy);
+    pass_sum(n, 1, dy);
   });
   return out;
 }
@@ -21,9 +39,9 @@ Var add(const Var& a, const Var& b) {
 // y = a - b   =>  da += dy, db -= dy
 Var sub(const Var& a, const Var& b) {
   Var out(rosetta::sub(a.data(), b.data()));
-  record(out, "sub", {&a, &b}, [sa = a.shape(), sb = b.shape()](const Tensor& dy, Node& n) {
-    if (n.needs(0)) n.accumulate(0, sum_to(dy, sa));
-    if (n.needs(1)) n.accumulate(1, sum_to(affine(dy, -1, 0), sb));
+  record(out, "sub", {&a, &b}, [](const Tensor& dy, Node& n) {
+    pass_sum(n, 0, dy);
+    pass_sum(n, 1, dy, -1.0);
   });
   return out;
 }
@@ -33,8 +51,7 @@ Var mul(const Var& a, const Var& b) {
   Var out(rosetta::mul(a.data(), b.data()));
   record(out, "mul", {&a, &b},
          [sa = Saved(a.data()), sb = Saved(b.data())](const Tensor& dy, Node& n) {
-           if (n.needs(0)) n.accumulate(0, sum_to(rosetta::mul(dy, sb.get()), sa.get().shape()));
-           if (n.needs(1)) n.accumulate(1, sum_to(rosetta::mul(dy, sa.get()), sb.get().shape()));
+           binary_grads(n, BinaryOp::mul, sa.get(), sb.get(), Tensor(), dy);
          });
   return out;
 }
@@ -43,11 +60,8 @@ Var mul(const Var& a, const Var& b) {
 Var div(const Var& a, const Var& b) {
   Var out(rosetta::div(a.data(), b.data()));
   record(out, "div", {&a, &b},
-         [sa = a.shape(), sb = Saved(b.data()), sy = Saved(out.data())](const Tensor& dy, Node& n) {
-           const Tensor q = rosetta::div(dy, sb.get());
-           if (n.needs(0)) n.accumulate(0, sum_to(q, sa));
-           if (n.needs(1))
-             n.accumulate(1, sum_to(affine(rosetta::mul(q, sy.get()), -1, 0), sb.get().shape()));
+         [sa = Saved(a.data()), sb = Saved(b.data()), sy = Saved(out.data())](const Tensor& dy, Node& n) {
+           binary_grads(n, BinaryOp::div, sa.get(), sb.get(), sy.get(), dy);
          });
   return out;
 }
@@ -56,18 +70,8 @@ Var div(const Var& a, const Var& b) {
 Var pow(const Var& a, const Var& b) {
   Var out(binary(BinaryOp::pow, a.data(), b.data()));
   record(out, "pow", {&a, &b},
-         [sa = Saved(a.data()), sb = Saved(b.data()), sy = Saved(out.data())](const Tensor& dy,
-                                                                             Node& n) {
-           const Tensor& A = sa.get();
-           const Tensor& B = sb.get();
-           if (n.needs(0)) {
-             const Tensor d = rosetta::mul(B, binary(BinaryOp::pow, A, affine(B, 1, -1)));
-             n.accumulate(0, sum_to(rosetta::mul(dy, d), A.shape()));
-           }
-           if (n.needs(1)) {
-             const Tensor d = rosetta::mul(sy.get(), unary(UnaryOp::log, A));
-             n.accumulate(1, sum_to(rosetta::mul(dy, d), B.shape()));
-           }
+         [sa = Saved(a.data()), sb = Saved(b.data()), sy = Saved(out.data())](const Tensor& dy, Node& n) {
+           binary_grads(n, BinaryOp::pow, sa.get(), sb.get(), sy.get(), dy);
          });
   return out;
 }
@@ -76,9 +80,7 @@ Var pow(const Var& a, const Var& b) {
 namespace {
 Var affine_op(const Var& x, double s, double c, const char* name) {
   Var out(affine(x.data(), s, c));
-  record(out, name, {&x}, [s](const Tensor& dy, Node& n) {
-    n.accumulate(0, s == 1.0 ? dy : affine(dy, s, 0));
-  });
+  record(out, name, {&x}, [s](const Tensor& dy, Node& n) { pass_sum(n, 0, dy, s); });
   return out;
 }
 }  // namespace
@@ -87,11 +89,13 @@ Var neg(const Var& x) { return affine_op(x, -1, 0, "neg"); }
 Var add_scalar(const Var& x, double s) { return affine_op(x, 1, s, "add_scalar"); }
 Var mul_scalar(const Var& x, double s) { return affine_op(x, s, 0, "mul_scalar"); }
 
-// y = x ^ p   =>  dx += dy * p * x^(p-1)
+// y = x ^ p   =>  dx += dy * p * x^(p-1)   (pow's da with b = p)
 Var pow_scalar(const Var& x, double p) {
   Var out(rosetta::pow_scalar(x.data(), p));
   record(out, "pow_scalar", {&x}, [sx = Saved(x.data()), p](const Tensor& dy, Node& n) {
-    n.accumulate(0, rosetta::mul(dy, affine(rosetta::pow_scalar(sx.get(), p - 1), p, 0)));
+    GradDest d = n.grad_dest(0);
+    binary_backward(BinaryOp::pow, 0, sx.get(), Tensor::scalar(p, dy.dtype()), Tensor(), dy, d);
+    d.commit();
   });
   return out;
 }
@@ -105,7 +109,9 @@ Var unary_op(const Var& x, UnaryOp op, const char* name, bool needs_x, bool need
           sy = needs_y ? Saved(out.data()) : Saved()](const Tensor& dy, Node& n) {
            const Tensor xs = sx.defined() ? sx.get() : Tensor();
            const Tensor ys = sy.defined() ? sy.get() : Tensor();
-           n.accumulate(0, unary_backward(op, xs, ys, dy));
+           GradDest d = n.grad_dest(0);
+           unary_backward(op, xs, ys, dy, d);
+           d.commit();
          });
   return out;
 }
@@ -121,7 +127,9 @@ Var sigmoid(const Var& x) { return unary_op(x, UnaryOp::sigmoid, "sigmoid", fals
 Var relu(const Var& x) {
   Var out(unary(UnaryOp::relu, x.data()));
   record(out, "relu", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
-    n.accumulate(0, unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy));
+    GradDest d = n.grad_dest(0);
+    unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy, d);
+    d.commit();
   });
   return out;
 }
@@ -131,12 +139,13 @@ Var square(const Var& x) { return unary_op(x, UnaryOp::square, "square", true, f
 // y = cond ? a : b   =>  da += dy where cond, db += dy where !cond
 Var where(const Tensor& cond, const Var& a, const Var& b) {
   Var out(rosetta::where(cond, a.data(), b.data()));
-  record(out, "where", {&a, &b},
-         [cond, sa = a.shape(), sb = b.shape()](const Tensor& dy, Node& n) {
-           const Tensor z = zeros_like_scalar(dy);
-           if (n.needs(0)) n.accumulate(0, sum_to(rosetta::where(cond, dy, z), sa));
-           if (n.needs(1)) n.accumulate(1, sum_to(rosetta::where(cond, z, dy), sb));
-         });
+  record(out, "where", {&a, &b}, [cond](const Tensor& dy, Node& n) {
+    for (int i = 0; i < 2; ++i) {
+      GradDest d = n.grad_dest(size_t(i));
+      where_backward(cond, /*taken=*/i == 0, dy, d);
+      d.commit();
+    }
+  });
   return out;
 }
 
@@ -144,7 +153,9 @@ Var where(const Tensor& cond, const Var& a, const Var& b) {
 Var masked_fill(const Var& x, const Tensor& mask, double value) {
   Var out(rosetta::masked_fill(x.data(), mask, value));
   record(out, "masked_fill", {&x}, [mask](const Tensor& dy, Node& n) {
-    n.accumulate(0, rosetta::masked_fill(dy, mask, 0.0));
+    GradDest d = n.grad_dest(0);
+    where_backward(mask, /*taken=*/false, dy, d);
+    d.commit();
   });
   return out;
 }

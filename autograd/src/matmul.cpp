@@ -1,16 +1,19 @@
-// Matrix products. Gradients are GEMMs with transposed views (BLAS flags, no copies); a
-// gradient buffer is accumulated in place with beta = 1.
+// Matrix products. Gradients are GEMMs with transposed views (BLAS flags, no copies), written
+// straight into their destination (GEMM's beta: 1 adds to a gradient buffer or the gradient so
+// far, 0 fills a fresh one).
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/ops.h"
 
 namespace rosetta {
 
 namespace {
-// alpha * a @ b into `out`, or into out's transpose when that is the row-major one.
-void mm_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
-  if (out.strides().back() == 1 || out.shape().back() == 1) return matmul_into(out, a, b, alpha, 0.0);
+// out = alpha * a @ b + beta * out, or the same into out's transpose when that is the
+// row-major one.
+void mm_into(const Tensor& out_in, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  Tensor out = out_in;
+  if (out.strides().back() == 1 || out.shape().back() == 1) return matmul_into(out, a, b, alpha, beta);
   Tensor t = out.transpose(-1, -2);  // (a b)^T = b^T a^T
-  matmul_into(t, b.transpose(-1, -2), a.transpose(-1, -2), alpha, 0.0);
+  matmul_into(t, b.transpose(-1, -2), a.transpose(-1, -2), alpha, beta);
 }
 
 Shape product_shape(const Tensor& a, const Tensor& b) {
@@ -25,29 +28,24 @@ Tensor mm(const Tensor& a, const Tensor& b, double alpha, const std::vector<int>
   if (alpha == 1.0 && order.empty()) return matmul(a, b);
   const Shape s = product_shape(a, b);
   Tensor out = order.empty() ? Tensor::empty(s, a.dtype()) : Tensor::empty_permuted(s, order, a.dtype());
-  mm_into(out, a, b, alpha);
-  return out;
-}
-
-// The gradient alpha * a @ b of `x`, an operand of shape x.shape(): laid out as x when x is a
-// dense view whose matrices are row- or column-major (a permuted or transposed view: its own
-// backward then turns the gradient back into a contiguous one without copying), summed over
-// the batch dims x was broadcast along.
-Tensor grad_like(const Tensor& x, const Tensor& a, const Tensor& b, double alpha) {
-  if (product_shape(a, b) != x.shape()) return sum_to(mm(a, b, alpha), x.shape());
-  Tensor out = Tensor::empty_like(x);
-  if (out.strides().back() != 1 && out.strides().back(-2) != 1) out = Tensor::empty(x.shape(), x.dtype());
-  mm_into(out, a, b, alpha);
+  mm_into(out, a, b, alpha, 0.0);
   return out;
 }
 
 Tensor rows(const Tensor& t) { return t.reshape({-1, t.shape().back()}); }
 
-// dst (input i's gradient) += alpha * a @ b, written straight into its buffer when it has one.
-void accumulate_matmul(Node& n, size_t i, const Tensor& a, const Tensor& b, double alpha = 1.0) {
-  Tensor buf = n.grad_buffer(i);
-  if (buf.defined() && buf.dim() == 2) matmul_into(buf, a, b, alpha, 1.0);
-  else n.accumulate(i, mm(a, b, alpha));
+// Input i's gradient += alpha * a @ b, for the operand x. A fresh gradient is laid out as x when
+// x is a dense view whose matrices are row- or column-major (a permuted or transposed view: its
+// own backward then turns the gradient back into a contiguous one without copying). An operand
+// broadcast over batch dims gets the product summed over them.
+void grad_matmul(Node& n, size_t i, const Tensor& x, const Tensor& a, const Tensor& b, double alpha) {
+  if (!n.needs(i)) return;
+  const bool broadcast = product_shape(a, b) != x.shape();
+  const bool writable_layout = x.strides().back() == 1 || x.strides().back(-2) == 1;
+  GradDest d = n.grad_dest(i, !broadcast && writable_layout ? x : Tensor());
+  if (broadcast) expand_backward(mm(a, b, alpha), d);
+  else mm_into(d.out, a, b, alpha, d.beta);
+  d.commit();
 }
 }  // namespace
 
@@ -59,16 +57,11 @@ Var matmul(const Var& a, const Var& b, double alpha, const std::vector<int>& mem
          [sa = Saved(a.data()), sb = Saved(b.data()), alpha](const Tensor& dy, Node& n) {
            const Tensor& A = sa.get();
            const Tensor& B = sb.get();
-           if (n.needs(0)) {
-             if (A.dim() == 2 && dy.dim() == 2) accumulate_matmul(n, 0, dy, B.transpose(-1, -2), alpha);
-             else n.accumulate(0, grad_like(A, dy, B.transpose(-1, -2), alpha));
-           }
-           if (n.needs(1)) {
-             if (B.dim() == 2)  // fold the batch of a into rows: one GEMM
-               accumulate_matmul(n, 1, rows(A).transpose(0, 1), rows(dy), alpha);
-             else
-               n.accumulate(1, grad_like(B, A.transpose(-1, -2), dy, alpha));
-           }
+           grad_matmul(n, 0, A, dy, B.transpose(-1, -2), alpha);
+           if (B.dim() == 2)  // fold the batch of a into rows: one GEMM
+             grad_matmul(n, 1, B, rows(A).transpose(0, 1), rows(dy), alpha);
+           else
+             grad_matmul(n, 1, B, A.transpose(-1, -2), dy, alpha);
          });
   return out;
 }
@@ -90,11 +83,15 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   out_shape[out_shape.size() - 1] = out_features;
   Var out(y.view(out_shape));
   record(out, "linear", {&x, &weight, &bias},
-         [sx = Saved(x2), sw = Saved(W), sxs = x.shape()](const Tensor& dy_in, Node& n) {
+         [sx = Saved(x2), sw = Saved(W)](const Tensor& dy_in, Node& n) {
            const Tensor dy = rows(dy_in);
-           if (n.needs(0)) n.accumulate(0, rosetta::matmul(dy, sw.get()).view(sxs));
-           if (n.needs(1)) accumulate_matmul(n, 1, dy.transpose(0, 1), sx.get());
-           if (n.needs(2)) n.accumulate(2, rosetta::sum(dy, 0));
+           GradDest dx = n.grad_dest(0), dw = n.grad_dest(1), db = n.grad_dest(2);
+           if (dx.out.defined()) mm_into(rows(dx.out), dy, sw.get(), 1.0, dx.beta);
+           if (dw.out.defined()) mm_into(dw.out, dy.transpose(0, 1), sx.get(), 1.0, dw.beta);
+           expand_backward(dy, db);
+           dx.commit();
+           dw.commit();
+           db.commit();
          });
   return out;
 }

@@ -8,15 +8,16 @@
 namespace rosetta {
 
 namespace {
-// For a view y = view_fn(x): dx = zeros(x) with view_fn(dx) += dy.
+// For a view y = view_fn(x): view_fn(dx) += dy, the rest of dx unchanged (zero when fresh).
 template <class ViewFn>
 Var sliced_view(const Var& x, const char* name, ViewFn view_fn) {
   Var out(view_fn(x.data()));
-  record(out, name, {&x}, [sx = x.shape(), view_fn](const Tensor& dy, Node& n) {
-    Tensor dx = Tensor::zeros(sx, dy.dtype());
-    Tensor part = view_fn(dx);
+  record(out, name, {&x}, [view_fn](const Tensor& dy, Node& n) {
+    GradDest d = n.grad_dest(0);
+    if (d.beta == 0) d.out.zero_();
+    Tensor part = view_fn(d.out);
     add_(part, dy);
-    n.accumulate(0, dx);
+    d.commit();
   });
   return out;
 }
@@ -26,14 +27,14 @@ Var sliced_view(const Var& x, const char* name, ViewFn view_fn) {
 Var reshape(const Var& x, const Shape& shape) {
   Var out(x.data().reshape(shape));
   record(out, "reshape", {&x},
-         [sx = x.shape()](const Tensor& dy, Node& n) { n.accumulate(0, dy.reshape(sx)); });
+         [sx = x.shape()](const Tensor& dy, Node& n) { n.pass_view(0, dy.reshape(sx)); });
   return out;
 }
 
 Var transpose(const Var& x, int a, int b) {
   Var out(x.data().transpose(a, b));
   record(out, "transpose", {&x},
-         [a, b](const Tensor& dy, Node& n) { n.accumulate(0, dy.transpose(a, b)); });
+         [a, b](const Tensor& dy, Node& n) { n.pass_view(0, dy.transpose(a, b)); });
   return out;
 }
 
@@ -43,7 +44,7 @@ Var permute(const Var& x, const std::vector<int>& order) {
   std::vector<int> inv(order.size());
   for (size_t i = 0; i < order.size(); ++i) inv[normalize_axis(order[i], x.dim())] = int(i);
   record(out, "permute", {&x},
-         [inv](const Tensor& dy, Node& n) { n.accumulate(0, dy.permute(inv)); });
+         [inv](const Tensor& dy, Node& n) { n.pass_view(0, dy.permute(inv)); });
   return out;
 }
 
@@ -63,8 +64,11 @@ Var select(const Var& x, int axis, int64_t index) {
 // y = expand(x)   =>  dx += sum of dy over the broadcast axes
 Var expand(const Var& x, const Shape& shape) {
   Var out(x.data().expand(shape));
-  record(out, "expand", {&x},
-         [sx = x.shape()](const Tensor& dy, Node& n) { n.accumulate(0, sum_to(dy, sx)); });
+  record(out, "expand", {&x}, [](const Tensor& dy, Node& n) {
+    GradDest d = n.grad_dest(0);
+    expand_backward(dy, d);
+    d.commit();
+  });
   return out;
 }
 
@@ -85,7 +89,7 @@ Var squeeze(const Var& x, int axis) {
 Var contiguous(const Var& x) {
   if (x.data().is_contiguous()) return x;
   Var out(x.data().contiguous());
-  record(out, "contiguous", {&x}, [](const Tensor& dy, Node& n) { n.accumulate(0, dy); });
+  record(out, "contiguous", {&x}, [](const Tensor& dy, Node& n) { n.pass_view(0, dy); });
   return out;
 }
 
@@ -104,7 +108,7 @@ Var cat(const std::vector<Var>& parts, int axis) {
   record(out, "cat", inputs, [axis, lengths](const Tensor& dy, Node& n) {
     int64_t at = 0;
     for (size_t i = 0; i < lengths.size(); ++i) {
-      if (n.needs(i)) n.accumulate(i, dy.narrow(axis, at, lengths[i]));
+      if (n.needs(i)) n.pass_view(i, dy.narrow(axis, at, lengths[i]));
       at += lengths[i];
     }
   });

@@ -5,22 +5,28 @@
 
 namespace rosetta {
 
+namespace {
 // y = softmax(x)   =>  dx += y * (dy - sum(dy * y))
+// Masked entries have y = 0, so the same backward gives them a zero gradient.
+void softmax_grad(const Tensor& y, const Tensor& dy, Node& n) {
+  GradDest d = n.grad_dest(0);
+  softmax_backward(y, dy, d);
+  d.commit();
+}
+}  // namespace
+
 Var softmax(const Var& x) {
   Var out(rosetta::softmax(x.data()));
-  record(out, "softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
-    n.accumulate(0, softmax_backward(sy.get(), dy));
-  });
+  record(out, "softmax", {&x},
+         [sy = Saved(out.data())](const Tensor& dy, Node& n) { softmax_grad(sy.get(), dy, n); });
   return out;
 }
 
 Var softmax(const Var& x, const Tensor& mask) {
   if (!mask.defined()) return softmax(x);
   Var out(rosetta::softmax(x.data(), mask));
-  // Masked entries have y = 0, so the same backward gives them a zero gradient.
-  record(out, "masked_softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
-    n.accumulate(0, softmax_backward(sy.get(), dy));
-  });
+  record(out, "masked_softmax", {&x},
+         [sy = Saved(out.data())](const Tensor& dy, Node& n) { softmax_grad(sy.get(), dy, n); });
   return out;
 }
 
@@ -28,7 +34,9 @@ Var softmax(const Var& x, const Tensor& mask) {
 Var log_softmax(const Var& x) {
   Var out(rosetta::log_softmax(x.data()));
   record(out, "log_softmax", {&x}, [sy = Saved(out.data())](const Tensor& dy, Node& n) {
-    n.accumulate(0, log_softmax_backward(sy.get(), dy));
+    GradDest d = n.grad_dest(0);
+    log_softmax_backward(sy.get(), dy, d);
+    d.commit();
   });
   return out;
 }
@@ -40,17 +48,11 @@ Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps) {
   record(out, "layer_norm", {&x, &gamma, &beta},
          [sx = Saved(x.data()), sg = Saved(gamma.data()), mean = r.mean, rstd = r.rstd](
              const Tensor& dy, Node& n) {
-           // Parameter gradients go straight into their buffers when they have them.
-           Tensor dgamma = n.grad_buffer(1), dbeta = n.grad_buffer(2);
-           const bool own_g = n.needs(1) && !dgamma.defined(), own_b = n.needs(2) && !dbeta.defined();
-           if (own_g) dgamma = Tensor::zeros(sg.get().shape(), dy.dtype());
-           if (own_b) dbeta = Tensor::zeros(sg.get().shape(), dy.dtype());
-           Tensor dx;
-           layer_norm_backward(dy, sx.get(), mean, rstd, sg.get(), n.needs(0) ? &dx : nullptr,
-                               n.needs(1) ? &dgamma : nullptr, n.needs(2) ? &dbeta : nullptr);
-           if (n.needs(0)) n.accumulate(0, dx);
-           if (own_g) n.accumulate(1, dgamma);
-           if (own_b) n.accumulate(2, dbeta);
+           GradDest dx = n.grad_dest(0), dgamma = n.grad_dest(1), dbeta = n.grad_dest(2);
+           layer_norm_backward(dy, sx.get(), mean, rstd, sg.get(), dx, dgamma, dbeta);
+           dx.commit();
+           dgamma.commit();
+           dbeta.commit();
          });
   return out;
 }
@@ -63,7 +65,9 @@ Var dropout(const Var& x, double p, Generator& gen, bool training) {
   const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
   Var out(rosetta::dropout(x.data(), p, seed, offset));
   record(out, "dropout", {&x}, [p, seed, offset](const Tensor& dy, Node& n) {
-    n.accumulate(0, rosetta::dropout(dy, p, seed, offset));
+    GradDest d = n.grad_dest(0);
+    dropout_backward(dy, p, seed, offset, d);
+    d.commit();
   });
   return out;
 }
@@ -75,9 +79,10 @@ Var relu_dropout(const Var& x, double p, Generator& gen, bool training) {
   const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
   Var out(rosetta::dropout(unary(UnaryOp::relu, x.data()), p, seed, offset));
   record(out, "relu_dropout", {&x}, [p, sy = Saved(out.data())](const Tensor& dy, Node& n) {
-    Tensor dx = unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy);
-    scale_(dx, 1.0 / (1.0 - p));  // the factor dropout applies, rounded as it rounds it
-    n.accumulate(0, dx);
+    GradDest d = n.grad_dest(0);
+    // 1 / (1 - p): the factor dropout applies, rounded as it rounds it.
+    unary_backward(UnaryOp::relu, sy.get(), Tensor(), dy, d, 1.0 / (1.0 - p));
+    d.commit();
   });
   return out;
 }
@@ -85,17 +90,11 @@ Var relu_dropout(const Var& x, double p, Generator& gen, bool training) {
 // y[s] = weight[ids[s]]   =>  dweight[ids[s]] += dy[s] (except padding_idx)
 Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx) {
   Var out(index_select(weight.data(), ids));
-  record(out, "embedding", {&weight},
-         [ids, padding_idx, sw = weight.shape()](const Tensor& dy, Node& n) {
-           Tensor buf = n.grad_buffer(0);
-           if (buf.defined()) {
-             index_add_(buf, ids, dy, padding_idx);
-           } else {
-             Tensor g = Tensor::zeros(sw, dy.dtype());
-             index_add_(g, ids, dy, padding_idx);
-             n.accumulate(0, g);
-           }
-         });
+  record(out, "embedding", {&weight}, [ids, padding_idx](const Tensor& dy, Node& n) {
+    GradDest d = n.grad_dest(0);
+    index_select_backward(ids, dy, d, padding_idx);
+    d.commit();
+  });
   return out;
 }
 
@@ -115,16 +114,14 @@ Var cross_entropy(const Var& logits, const Tensor& targets, double label_smoothi
   record(out, "cross_entropy", {&logits},
          [sl = Saved(L), T, lse = r.lse, count = r.count, label_smoothing, ignore_index,
           shape = logits.shape()](const Tensor& dy, Node& n) {
-           Tensor saved = sl.get();
+           const Tensor saved = sl.get();
            // The logits (often the largest activation) become their own gradient when nothing
            // else holds them and the graph is released after this: one [N, V] buffer, not two.
-           if (n.last_use && saved.is_contiguous() && saved.storage().use_count() == 2) {
-             cross_entropy_backward_(saved, T, lse, label_smoothing, ignore_index, count, dy.item());
-             n.accumulate(0, saved.view(shape));
-           } else {
-             n.accumulate(0, cross_entropy_backward(saved, T, lse, label_smoothing, ignore_index, count, dy.item())
-                                 .view(shape));
-           }
+           const bool reusable = n.last_use && saved.is_contiguous() && saved.storage().use_count() == 2;
+           GradDest d = n.grad_dest(0, Tensor(), reusable ? saved.view(shape) : Tensor());
+           cross_entropy_backward(saved, T, lse, label_smoothing, ignore_index, count, dy.item(),
+                                  {d.out.defined() ? d.out.view(saved.shape()) : Tensor(), d.beta});
+           d.commit();
          });
   return out;
 }

@@ -9,7 +9,7 @@ namespace rosetta {
 Var sum(const Var& x) {
   Var out(sum_all(x.data()));
   record(out, "sum", {&x}, [sx = x.shape()](const Tensor& dy, Node& n) {
-    n.accumulate(0, dy.expand(sx));
+    n.pass_view(0, dy.expand(sx));
   });
   return out;
 }
@@ -18,7 +18,7 @@ Var sum(const Var& x, int axis, bool keepdim) {
   axis = normalize_axis(axis, x.dim());
   Var out(rosetta::sum(x.data(), axis, keepdim));
   record(out, "sum_axis", {&x}, [sx = x.shape(), axis, keepdim](const Tensor& dy, Node& n) {
-    n.accumulate(0, (keepdim ? dy : dy.unsqueeze(axis)).expand(sx));
+    n.pass_view(0, (keepdim ? dy : dy.unsqueeze(axis)).expand(sx));
   });
   return out;
 }
@@ -35,9 +35,10 @@ Var max(const Var& x, int axis, bool keepdim) {
   axis = normalize_axis(axis, x.dim());
   Var out(rosetta::max(x.data(), axis, keepdim));
   record(out, "max", {&x},
-         [idx = argmax(x.data(), axis, true), sx = x.shape(), axis, keepdim](const Tensor& dy,
-                                                                            Node& n) {
-           n.accumulate(0, scatter_axis(keepdim ? dy : dy.unsqueeze(axis), idx, axis, sx));
+         [idx = argmax(x.data(), axis, true), axis, keepdim](const Tensor& dy, Node& n) {
+           GradDest d = n.grad_dest(0);
+           max_backward(keepdim ? dy : dy.unsqueeze(axis), idx, axis, d);
+           d.commit();
          });
   return out;
 }

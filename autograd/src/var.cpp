@@ -1,5 +1,6 @@
 // The reverse-mode engine: an iterative topological sort from the root, then a reverse walk in
-// which each node accumulates its inputs' gradients.
+// which each node adds to its inputs' gradients, through the one gradient-destination contract
+// (Node::grad_dest, Node::pass_view).
 #include "rosetta/autograd/var.h"
 
 #include <unordered_set>
@@ -52,6 +53,8 @@ void Var::bind_grad_buffer(const Tensor& grad) {
   ROSETTA_CHECK(is_leaf(), "bind_grad_buffer: only leaves have gradient buffers");
   ROSETTA_CHECK(grad.shape() == shape() && grad.dtype() == dtype(), "bind_grad_buffer: buffer ",
                 grad.shape(), " does not match ", shape());
+  ROSETTA_CHECK(grad.is_contiguous(), "bind_grad_buffer: buffer ", grad.shape(), " with strides ",
+                grad.strides(), " is not contiguous");
   AutogradMeta& m = *impl_->meta;
   Tensor g = grad;
   if (m.grad.defined()) g.copy_(m.grad);
@@ -77,27 +80,69 @@ const Tensor& Saved::get() const {
   return t_;
 }
 
-// ------------------------------------------------------------------ gradient accumulation
+// ------------------------------------------------------------------ gradient destinations
 
 namespace {
-void accumulate_into(AutogradMeta& v, const Tensor& g) {
-  ROSETTA_CHECK(g.shape() == v.shape, "backward: gradient ", g.shape(),
-                " does not match its variable ", v.shape);
-  if (!v.grad.defined()) {
-    // An intermediate's gradient is only read, by its own node's backward: take the tensor
-    // even when its storage is shared (a view of the upstream gradient, a sibling's gradient)
-    // or permuted (the way back through a permute or transpose), copying only when it has gaps
-    // or overlaps (an expanded view). A leaf's gradient is handed to the user and the
-    // optimizer, who write into it: it gets contiguous storage of its own.
-    if (v.grad_fn) v.grad = g.is_dense() ? g : g.contiguous();
-    else v.grad = g.storage().use_count() == 1 && g.is_contiguous() ? g : g.clone();
-    return;
-  }
-  // In place only into storage nobody else holds; a shared gradient is replaced by the sum.
-  if (v.grad_is_buffer || v.grad.storage().use_count() == 1) add_(v.grad, g);
+// Whether v's gradient may be added to in place: a bound buffer, or storage no one else holds
+// (a sibling's gradient sharing it, or a user's handle, would see the write).
+bool writable(const AutogradMeta& v) {
+  return v.grad_is_buffer || v.grad.storage().use_count() == 1;
+}
+
+// v.grad += g: in place where allowed, else into a new tensor.
+void add_to(AutogradMeta& v, const Tensor& g) {
+  if (writable(v)) add_(v.grad, g);
   else v.grad = add(v.grad, g);
 }
+
+// v.grad += g, for a g that is a view of the upstream gradient.
+void pass_into(AutogradMeta& v, const Tensor& g) {
+  ROSETTA_CHECK(g.shape() == v.shape, "backward: gradient ", g.shape(),
+                " does not match its variable ", v.shape);
+  if (v.grad.defined()) return add_to(v, g);
+  // An intermediate's gradient is only read, by its own node's backward: take the tensor even
+  // when its storage is shared (a view of the upstream gradient, a sibling's gradient) or
+  // permuted (the way back through a permute or transpose), copying only when it has gaps or
+  // overlaps (an expanded view). A leaf's gradient is handed to the user and the optimizer, who
+  // write into it: it gets contiguous storage of its own.
+  if (v.grad_fn) v.grad = g.is_dense() ? g : g.contiguous();
+  else v.grad = g.storage().use_count() == 1 && g.is_contiguous() ? g : g.clone();
+}
 }  // namespace
+
+GradDest Node::grad_dest(size_t i, const Tensor& like, const Tensor& reuse) {
+  GradDest d;
+  if (!needs(i)) return d;
+  AutogradMeta& v = *inputs[i];
+  d.meta_ = &v;
+  // A leaf's gradient is always contiguous (see pass_into).
+  const bool laid_out = like.defined() && v.grad_fn && like.is_dense();
+  if (v.grad.defined() && writable(v) &&
+      (v.grad.is_contiguous() || (laid_out && v.grad.strides() == like.strides()))) {
+    d.out = v.grad;
+    d.beta = 1;
+    return d;
+  }
+  if (reuse.defined()) {
+    ROSETTA_CHECK(reuse.shape() == v.shape && reuse.is_contiguous(), "grad_dest: tensor to reuse ",
+                  reuse.shape(), " is not a contiguous ", v.shape);
+    d.out = reuse;
+  } else {
+    d.out = laid_out ? Tensor::empty_like(like) : Tensor::empty(v.shape, v.dtype);
+  }
+  return d;
+}
+
+void GradDest::commit() {
+  if (!meta_ || beta != 0) return;  // nothing wanted, or written in place
+  if (meta_->grad.defined()) add_to(*meta_, out);
+  else meta_->grad = out;
+  meta_ = nullptr;
+}
+
+void Node::pass_view(size_t i, const Tensor& g) {
+  if (needs(i)) pass_into(*inputs[i], g);
+}
 
 Node::~Node() {
   std::vector<std::shared_ptr<AutogradMeta>> pending = std::move(inputs);
@@ -111,19 +156,6 @@ Node::~Node() {
       m->grad_fn->inputs.clear();
     }
   }
-}
-
-void Node::accumulate(size_t i, const Tensor& g) {
-  if (needs(i)) accumulate_into(*inputs[i], g);
-}
-
-Tensor Node::grad_buffer(size_t i) {
-  if (!needs(i)) return Tensor();
-  AutogradMeta& v = *inputs[i];
-  if (v.grad_is_buffer) return v.grad;
-  if (v.grad.defined() && v.grad.storage().use_count() == 1 && v.grad.is_contiguous())
-    return v.grad;
-  return Tensor();
 }
 
 bool any_requires_grad(std::initializer_list<const Var*> inputs) {
@@ -185,7 +217,7 @@ void Var::backward(const Tensor& grad_output, bool retain_graph) const {
     stack.pop_back();
   }
 
-  accumulate_into(*root, grad_output.to(dtype()).contiguous());
+  pass_into(*root, grad_output.to(dtype()).contiguous());
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     AutogradMeta* v = *it;
     if (!v->grad_fn) continue;  // a leaf root keeps its gradient

@@ -5,20 +5,27 @@
 #include <limits>
 #include <type_traits>
 
+#include "backward.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
+#include "vecmath.h"
 
 namespace rosetta {
 
 namespace {
 
+// gelu(x) = x Phi(x), gelu'(x) = Phi(x) + x phi(x)
 template <class T>
-inline T gelu_cdf(T x) {  // Phi(x)
-  return T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+inline T gelu(T x) {
+  T cdf, pdf;
+  detail::normal_cdf_pdf(x, cdf, pdf);
+  return x * cdf;
 }
 template <class T>
-inline T gelu_pdf(T x) {  // phi(x)
-  return T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+inline T gelu_derivative(T x) {
+  T cdf, pdf;
+  detail::normal_cdf_pdf(x, cdf, pdf);
+  return cdf + x * pdf;
 }
 
 template <UnaryOp Op, class T>
@@ -30,7 +37,7 @@ inline T unary_fn(T x) {
   else if constexpr (Op == UnaryOp::tanh) return std::tanh(x);
   else if constexpr (Op == UnaryOp::sigmoid) return T(1) / (T(1) + std::exp(-x));
   else if constexpr (Op == UnaryOp::relu) return x > T(0) ? x : T(0);
-  else if constexpr (Op == UnaryOp::gelu) return x * gelu_cdf(x);
+  else if constexpr (Op == UnaryOp::gelu) return gelu(x);
   else if constexpr (Op == UnaryOp::abs) return std::abs(x);
   else if constexpr (Op == UnaryOp::square) return x * x;
   else return T(1) / x;  // reciprocal
@@ -46,7 +53,7 @@ inline T unary_grad(T x, T y, T dy) {
   else if constexpr (Op == UnaryOp::tanh) return dy * (T(1) - y * y);
   else if constexpr (Op == UnaryOp::sigmoid) return dy * y * (T(1) - y);
   else if constexpr (Op == UnaryOp::relu) return x > T(0) ? dy : T(0);
-  else if constexpr (Op == UnaryOp::gelu) return dy * (gelu_cdf(x) + x * gelu_pdf(x));
+  else if constexpr (Op == UnaryOp::gelu) return dy * gelu_derivative(x);
   else if constexpr (Op == UnaryOp::abs) return x > T(0) ? dy : (x < T(0) ? -dy : T(0));
   else if constexpr (Op == UnaryOp::square) return dy * T(2) * x;
   else return -dy * y * y;  // reciprocal
@@ -61,6 +68,17 @@ inline T binary_fn(T a, T b) {
   else if constexpr (Op == BinaryOp::pow) return std::pow(a, b);
   else if constexpr (Op == BinaryOp::maximum) return a > b ? a : b;
   else return a < b ? a : b;  // minimum
+}
+
+// The gradient of operand `which` of binary op Op from dy and the two operands u, v it needs
+// (binary_operands names them).
+template <BinaryOp Op, int Which, class T>
+inline T binary_grad(T dy, T u, T v) {
+  if constexpr (Op == BinaryOp::mul) return dy * u;                        // u = the other one
+  else if constexpr (Op == BinaryOp::div && Which == 0) return dy / u;     // u = b
+  else if constexpr (Op == BinaryOp::div) return -(dy / u * v);            // u = b, v = y
+  else if constexpr (Which == 0) return dy * (v * std::pow(u, v - T(1)));  // pow: u = a, v = b
+  else return dy * (u * std::log(v));                                      // pow: u = y, v = a
 }
 
 // Turns a runtime op into a compile-time one: fn(std::integral_constant<Enum, op>).
@@ -136,27 +154,35 @@ Tensor unary(UnaryOp op, const Tensor& x) {
   });
 }
 
-Tensor unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& dy_in) {
+void unary_backward(UnaryOp op, const Tensor& x_in, const Tensor& y_in, const Tensor& dy_in,
+                    const GradOut& dx, double alpha) {
+  if (!dx.out.defined()) return;
   const Tensor dy = dy_in.contiguous();
   // Ops whose derivative needs only one of x, y; the other may be undefined.
   const Tensor x = x_in.defined() ? x_in.contiguous() : dy;
   const Tensor y = y_in.defined() ? y_in.contiguous() : dy;
   ROSETTA_CHECK(x.shape() == dy.shape() && y.shape() == dy.shape(), "unary_backward: shapes ",
                 x.shape(), ", ", y.shape(), ", ", dy.shape(), " differ");
-  return with_unary(op, [&](auto opc) {
-    return dispatch_float(dy.dtype(), [&](auto tag) {
+  detail::check_grad_out(dx, dy.shape(), dy.dtype(), "unary_backward");
+  with_unary(op, [&](auto opc) {
+    dispatch_float(dy.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      Tensor out = Tensor::empty(dy.shape(), dy.dtype());
       const T *px = x.data<T>(), *py = y.data<T>(), *pd = dy.data<T>();
-      T* po = out.data<T>();
-      detail::parallel_for(dy.numel(), [&](int64_t b, int64_t e) {
+      T* po = dx.out.data<T>();
+      detail::with_beta(dx.beta, [&](auto acc) {
+        detail::parallel_for(dy.numel(), [&](int64_t b, int64_t e) {
+          // Locals, not captured references: read through the closures, the loop stays scalar.
+          const T *x_ = px, *y_ = py, *dy_ = pd;
+          const T al = T(alpha), be = T(dx.beta);
+          T* dx_ = po;
 #pragma omp simd
-        for (int64_t i = b; i < e; ++i)
-          po[i] = unary_grad<decltype(opc)::value, T>(px[i], py[i], pd[i]);
+          for (int64_t i = b; i < e; ++i)
+            detail::put<decltype(acc)::value>(dx_[i], be, unary_grad<decltype(opc)::value, T>(x_[i], y_[i], dy_[i]) * al);
+        });
       });
-      return out;
     });
   });
+  dx.out.bump_version();
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
@@ -189,6 +215,90 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       }
       return out;
     });
+  });
+}
+
+void binary_backward(BinaryOp op, int which, const Tensor& a, const Tensor& b, const Tensor& y,
+                     const Tensor& dy_in, const GradOut& dst) {
+  ROSETTA_CHECK(op == BinaryOp::mul || op == BinaryOp::div || op == BinaryOp::pow,
+                "binary_backward: only mul, div and pow have a backward here");
+  ROSETTA_CHECK(which == 0 || which == 1, "binary_backward: operand ", which, " is not 0 or 1");
+  if (!dst.out.defined()) return;
+  check_same_float(a, b, "binary_backward");
+  const Tensor dy = dy_in.contiguous();
+  const Shape& full = dy.shape();
+  detail::check_grad_out(dst, (which == 0 ? a : b).shape(), dy.dtype(), "binary_backward");
+  // The two tensors binary_grad reads besides dy, broadcast to dy's shape.
+  const bool needs_y = which == 1 && op != BinaryOp::mul;
+  ROSETTA_CHECK(!needs_y || (y.defined() && y.shape() == full), "binary_backward: needs the output y of shape ",
+                full);
+  Tensor u, v;
+  if (op == BinaryOp::mul) {
+    u = v = which == 0 ? b : a;
+  } else if (op == BinaryOp::div) {
+    u = b;
+    v = which == 0 ? b : y;
+  } else {
+    u = which == 0 ? a : y;
+    v = which == 0 ? b : a;
+  }
+  u = u.expand(full);
+  v = v.expand(full);
+  detail::write_reduced(dst, full, [&](const GradOut& d) {
+    with_binary(op, [&](auto opc) {
+      dispatch_float(dy.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        constexpr BinaryOp O = decltype(opc)::value;
+        const T be = T(d.beta);
+        const T *pd = dy.data<T>(), *pu = u.data<T>(), *pv = v.data<T>();
+        T* po = d.out.data<T>();
+        auto run = [&](auto grad) {
+          detail::with_beta(d.beta, [&](auto acc) {
+            constexpr bool Acc = decltype(acc)::value;
+            if (u.is_contiguous() && v.is_contiguous()) {
+              detail::parallel_for(dy.numel(), [&](int64_t s, int64_t e) {
+                const T *dy_ = pd, *u_ = pu, *v_ = pv;  // locals: see unary_backward
+                const T be_ = be;
+                T* out = po;
+#pragma omp simd
+                for (int64_t i = s; i < e; ++i) detail::put<Acc>(out[i], be_, grad(dy_[i], u_[i], v_[i]));
+              });
+            } else {
+              detail::for_each_strided4(full, po, d.out.strides(), pd, dy.strides(), pu, u.strides(),
+                                        pv, v.strides(), [&](T* o, const T* g, const T* x, const T* z) {
+                                          detail::put<Acc>(*o, be, grad(*g, *x, *z));
+                                        });
+            }
+          });
+        };
+        if (which == 0) run([](T g, T x, T z) { return binary_grad<O, 0, T>(g, x, z); });
+        else run([](T g, T x, T z) { return binary_grad<O, 1, T>(g, x, z); });
+      });
+    });
+    d.out.bump_version();
+  });
+}
+
+void where_backward(const Tensor& cond, bool taken, const Tensor& dy_in, const GradOut& dst) {
+  if (!dst.out.defined()) return;
+  ROSETTA_CHECK(cond.dtype() == DType::i32, "where_backward: condition must be I32, got ",
+                dtype_name(cond.dtype()));
+  const Tensor dy = dy_in.contiguous();
+  const Tensor c = cond.expand(dy.shape());
+  detail::write_reduced(dst, dy.shape(), [&](const GradOut& d) {
+    detail::check_grad_out(d, dy.shape(), dy.dtype(), "where_backward");
+    dispatch_float(dy.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T be = T(d.beta);
+      detail::with_beta(d.beta, [&](auto acc) {
+        detail::for_each_strided3(dy.shape(), d.out.data<T>(), d.out.strides(), c.data<int32_t>(),
+                                  c.strides(), dy.data<T>(), dy.strides(),
+                                  [&](T* o, const int32_t* m, const T* g) {
+                                    detail::put<decltype(acc)::value>(*o, be, (*m != 0) == taken ? *g : T(0));
+                                  });
+      });
+    });
+    d.out.bump_version();
   });
 }
 
@@ -247,41 +357,56 @@ void scale_(Tensor& dst, double s) {
   dst.bump_version();
 }
 
-Tensor dropout(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
+namespace {
+// out = x * mask / (1 - p), or added to out (see GradOut): the forward pass and its gradient.
+void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, const GradOut& dst) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   const Tensor x = x_in.contiguous();
-  return dispatch_float(x.dtype(), [&](auto tag) {
+  detail::check_grad_out(dst, x.shape(), x.dtype(), "dropout");
+  dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor out = Tensor::empty(x.shape(), x.dtype());
     const T* px = x.data<T>();
-    T* po = out.data<T>();
+    T* po = dst.out.data<T>();
     const uint32_t key = detail::dropout_key(seed);
     const uint32_t threshold = uint32_t(detail::dropout_threshold(p));  // p < 1: fits
     const T scale = T(1.0 / (1.0 - p));
-    detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
-      // Runs where the counter's high 32 bits are constant: the inner loop is 32-bit only.
-      int64_t i = b;
-      while (i < e) {
-        const uint64_t c0 = offset + uint64_t(i);
-        const uint32_t hi = detail::fmix32(uint32_t(c0 >> 32) ^ key), lo0 = uint32_t(c0);
-        const uint32_t run = uint32_t(std::min<int64_t>({e - i, int64_t((uint64_t(1) << 32) - lo0),
-                                                          int64_t(UINT32_MAX)}));
-        const T* xs = px + i;
-        T* os = po + i;
-        // 32-bit counter, a select on the scale, and loop invariants in locals (not captured
-        // references): this form vectorises (vpmulld).
-        const T sc = scale;
-        const uint32_t thr = threshold;
+    detail::with_beta(dst.beta, [&](auto acc) {
+      detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
+        // Runs where the counter's high 32 bits are constant: the inner loop is 32-bit only.
+        int64_t i = b;
+        while (i < e) {
+          const uint64_t c0 = offset + uint64_t(i);
+          const uint32_t hi = detail::fmix32(uint32_t(c0 >> 32) ^ key), lo0 = uint32_t(c0);
+          const uint32_t run = uint32_t(std::min<int64_t>({e - i, int64_t((uint64_t(1) << 32) - lo0),
+                                                            int64_t(UINT32_MAX)}));
+          const T* xs = px + i;
+          T* os = po + i;
+          // 32-bit counter, a select on the scale, and loop invariants in locals (not captured
+          // references): this form vectorises (vpmulld).
+          const T sc = scale, be = T(dst.beta);
+          const uint32_t thr = threshold;
 #pragma omp simd
-        for (uint32_t j = 0; j < run; ++j) {
-          const uint32_t h = detail::fmix32((lo0 + j) * 0x9E3779B1u ^ hi);
-          os[j] = xs[j] * (h >= thr ? sc : T(0));
+          for (uint32_t j = 0; j < run; ++j) {
+            const uint32_t h = detail::fmix32((lo0 + j) * 0x9E3779B1u ^ hi);
+            detail::put<decltype(acc)::value>(os[j], be, xs[j] * (h >= thr ? sc : T(0)));
+          }
+          i += int64_t(run);
         }
-        i += int64_t(run);
-      }
+      });
     });
-    return out;
   });
+  dst.out.bump_version();
+}
+}  // namespace
+
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dropout_into(x, p, seed, offset, {out, 0.0});
+  return out;
+}
+
+void dropout_backward(const Tensor& dy, double p, uint64_t seed, uint64_t offset, const GradOut& dx) {
+  if (dx.out.defined()) dropout_into(dy, p, seed, offset, dx);
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

@@ -1,4 +1,4 @@
-// Row gathers and scatters for embeddings: index_select copies table rows by id, index_add_
+// Row gathers and scatters for embeddings: index_select copies table rows by id, its backward
 // adds rows back (its parallel split is over columns, so repeated ids never race).
 #include <cstring>
 
@@ -37,21 +37,26 @@ Tensor index_select(const Tensor& table_in, const Tensor& ids_in) {
   return out;
 }
 
-void index_add_(Tensor& table_grad, const Tensor& ids_in, const Tensor& src_in, int32_t skip_id) {
-  ROSETTA_CHECK(table_grad.dim() == 2 && table_grad.is_contiguous(),
-                "index_add_: gradient table must be a contiguous [V, D], got ", table_grad.shape());
-  const int64_t V = table_grad.shape()[0], D = table_grad.shape()[1];
-  check_ids(ids_in, V, "index_add_");
-  const Tensor ids = ids_in.contiguous(), src = src_in.contiguous();
-  ROSETTA_CHECK(src.numel() == ids.numel() * D, "index_add_: source ", src.shape(),
+void index_select_backward(const Tensor& ids_in, const Tensor& dy_in, const GradOut& dtable, int32_t skip_id) {
+  if (!dtable.out.defined()) return;
+  Tensor table = dtable.out;
+  ROSETTA_CHECK(table.dim() == 2 && table.is_contiguous(),
+                "index_select_backward: gradient table must be a contiguous [V, D], got ", table.shape());
+  const int64_t V = table.shape()[0], D = table.shape()[1];
+  check_ids(ids_in, V, "index_select_backward");
+  const Tensor ids = ids_in.contiguous(), dy = dy_in.contiguous();
+  ROSETTA_CHECK(dy.numel() == ids.numel() * D, "index_select_backward: gradient ", dy.shape(),
                 " does not match ids ", ids.shape(), " x ", D);
-  ROSETTA_CHECK(src.dtype() == table_grad.dtype(), "index_add_: dtypes differ");
+  ROSETTA_CHECK(dy.dtype() == table.dtype(), "index_select_backward: dtypes differ");
+  // Rows no id selects are beta * out.
+  if (dtable.beta == 0) table.zero_();
+  else if (dtable.beta != 1) scale_(table, dtable.beta);
   const int32_t* pi = ids.data<int32_t>();
   const int64_t n = ids.numel();
-  dispatch_float(src.dtype(), [&](auto tag) {
+  dispatch_float(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* ps = src.data<T>();
-    T* pg = table_grad.data<T>();
+    const T* ps = dy.data<T>();
+    T* pg = table.data<T>();
     detail::parallel_rows(D, n, [&](int64_t c0, int64_t c1) {
       for (int64_t i = 0; i < n; ++i) {
         if (pi[i] == skip_id) continue;
@@ -62,7 +67,7 @@ void index_add_(Tensor& table_grad, const Tensor& ids_in, const Tensor& src_in, 
       }
     });
   });
-  table_grad.bump_version();
+  table.bump_version();
 }
 
 Tensor gather_last(const Tensor& x_in, const Tensor& idx_in) {

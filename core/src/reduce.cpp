@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backward.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
 
@@ -31,9 +32,15 @@ Tensor finish(Tensor out, int axis, bool keepdim) { return keepdim ? out : out.s
 constexpr int64_t kBlock = 64;
 
 // Generic reduction driver: for every (outer, inner) output, folds the n inputs with `step`
-// starting from `init`, then writes `fin(acc, arg)` to the output.
-template <class T, class Acc, class Out, class Step, class Fin>
-void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin fin) {
+// starting from `init`, then stores `fin(acc, arg)` to the output with store(out_element, value)
+// (by default, assigns it).
+struct Assign {
+  template <class Out, class V>
+  void operator()(Out& o, V v) const { o = v; }
+};
+
+template <class T, class Acc, class Out, class Step, class Fin, class Store = Assign>
+void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin fin, Store store = {}) {
   if (s.inner == 1) {
     detail::parallel_rows(s.outer, s.n, [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; ++o) {
@@ -41,7 +48,7 @@ void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin 
         Acc acc = init;
         int64_t arg = 0;
         for (int64_t j = 0; j < s.n; ++j) step(acc, arg, row[j], j);
-        out[o] = fin(acc, arg);
+        store(out[o], fin(acc, arg));
       }
     });
     return;
@@ -62,7 +69,7 @@ void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin 
         const T* row = base + j * s.inner;
         for (int64_t k = 0; k < w; ++k) step(acc[k], arg[k], row[k], j);
       }
-      for (int64_t k = 0; k < w; ++k) out[o * s.inner + i0 + k] = fin(acc[k], arg[k]);
+      for (int64_t k = 0; k < w; ++k) store(out[o * s.inner + i0 + k], fin(acc[k], arg[k]));
     }
   });
 }
@@ -145,44 +152,90 @@ Tensor argmax(const Tensor& x_in, int axis, bool keepdim) {
   });
 }
 
+namespace {
+// The axes of x that sum_to(x, shape) sums over, ascending.
+std::vector<int> broadcast_axes(const Shape& from, const Shape& shape) {
+  ROSETTA_CHECK(from.size() >= shape.size(), "sum_to: cannot reduce ", from, " to ", shape);
+  const int lead = from.size() - shape.size();
+  std::vector<int> axes;
+  for (int d = 0; d < from.size(); ++d) {
+    if (d < lead) axes.push_back(d);
+    else if (shape[d - lead] == 1 && from[d] != 1) axes.push_back(d);
+    else
+      ROSETTA_CHECK(shape[d - lead] == from[d], "sum_to: cannot reduce ", from, " to ", shape);
+  }
+  return axes;
+}
+}  // namespace
+
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  ROSETTA_CHECK(x.dim() >= shape.size(), "sum_to: cannot reduce ", x.shape(), " to ", shape);
-  const int lead = x.dim() - shape.size();
-  std::vector<int> axes;
-  for (int d = 0; d < x.dim(); ++d) {
-    if (d < lead) axes.push_back(d);
-    else if (shape[d - lead] == 1 && x.shape()[d] != 1) axes.push_back(d);
-    else
-      ROSETTA_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce ", x.shape(), " to ",
-                    shape);
-  }
-  return sum(x, axes, true).reshape(shape);
+  Tensor out = Tensor::empty(shape, x.dtype());
+  expand_backward(x, {out, 0.0});
+  return out;
 }
 
-Tensor scatter_axis(const Tensor& src_in, const Tensor& idx_in, int axis, const Shape& shape) {
+// As sum(x, axes): one axis after another, each sum rounded to T; the last one into dst.
+void expand_backward(const Tensor& x_in, const GradOut& dst, double alpha) {
+  if (!dst.out.defined()) return;
+  const std::vector<int> axes = broadcast_axes(x_in.shape(), dst.out.shape());
+  detail::check_grad_out(dst, dst.out.shape(), x_in.dtype(), "expand_backward");
+  Tensor x = x_in;
+  for (size_t k = 0; k + 1 < axes.size(); ++k) x = sum(x, axes[k], true);
+  x = x.contiguous();
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T al = T(alpha), be = T(dst.beta);
+    const T* px = x.data<T>();
+    T* po = dst.out.data<T>();
+    detail::with_beta(dst.beta, [&](auto acc) {
+      constexpr bool Acc = decltype(acc)::value;
+      if (axes.empty()) {  // nothing to reduce: out = beta * out + alpha * x
+        detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
+          const T* x_ = px;  // locals, not captured references: the loop vectorises
+          T* out = po;
+          const T al_ = al, be_ = be;
+#pragma omp simd
+          for (int64_t i = b; i < e; ++i) detail::put<Acc>(out[i], be_, al_ * x_[i]);
+        });
+        return;
+      }
+      reduce_axis<T, double>(
+          px, po, split_at(x.shape(), axes.back()), 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; },
+          [](double a, int64_t) { return T(a); }, [al, be](T& o, T v) { detail::put<Acc>(o, be, al * v); });
+    });
+  });
+  dst.out.bump_version();
+}
+
+void max_backward(const Tensor& dy_in, const Tensor& idx_in, int axis, const GradOut& dx) {
+  if (!dx.out.defined()) return;
+  const Shape& shape = dx.out.shape();
   axis = normalize_axis(axis, shape.size());
   Shape keep = shape;
   keep[axis] = 1;
-  ROSETTA_CHECK(src_in.shape() == keep && idx_in.shape() == keep && idx_in.dtype() == DType::i32,
-                "scatter_axis: src ", src_in.shape(), " and idx ", idx_in.shape(), " must be ",
-                keep);
-  const Tensor src = src_in.contiguous(), idx = idx_in.contiguous();
+  ROSETTA_CHECK(dy_in.shape() == keep && idx_in.shape() == keep && idx_in.dtype() == DType::i32,
+                "max_backward: dy ", dy_in.shape(), " and idx ", idx_in.shape(), " must be ", keep);
+  detail::check_grad_out(dx, shape, dy_in.dtype(), "max_backward");
+  const Tensor dy = dy_in.contiguous(), idx = idx_in.contiguous();
+  // Everything but the maxima is beta * out.
+  Tensor out = dx.out;
+  if (dx.beta == 0) out.zero_();
+  else if (dx.beta != 1) scale_(out, dx.beta);
   const Split s = split_at(shape, axis);
-  return dispatch_float(src.dtype(), [&](auto tag) {
+  dispatch_float(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor out = Tensor::zeros(shape, src.dtype());
-    const T* ps = src.data<T>();
+    const T* ps = dy.data<T>();
     const int32_t* pi = idx.data<int32_t>();
     T* po = out.data<T>();
     for (int64_t o = 0; o < s.outer; ++o)
       for (int64_t i = 0; i < s.inner; ++i) {
         const int32_t j = pi[o * s.inner + i];
-        ROSETTA_CHECK(j >= 0 && j < s.n, "scatter_axis: index ", j, " outside [0, ", s.n, ")");
-        po[(o * s.n + j) * s.inner + i] = ps[o * s.inner + i];
+        ROSETTA_CHECK(j >= 0 && j < s.n, "max_backward: index ", j, " outside [0, ", s.n, ")");
+        po[(o * s.n + j) * s.inner + i] += ps[o * s.inner + i];
       }
-    return out;
   });
+  out.bump_version();
 }
 
 // ------------------------------------------------------------------ naive references

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -553,6 +554,32 @@ void save_safetensors(const std::string& path,
 
 SafeTensors load_safetensors(const std::string& path) {
   return parse_safetensors(read_file(path), path);
+}
+
+namespace {
+// from_chars reads no leading space or '+', and no locale: the value must be the number alone.
+template <class T>
+T metadata_number(const std::map<std::string, std::string>& metadata, const std::string& key,
+                  const std::string& file, const char* what) {
+  const auto it = metadata.find(key);
+  ROSETTA_CHECK(it != metadata.end(), file, " has no ", key, " in its metadata");
+  const std::string& s = it->second;
+  T v{};
+  const auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), v);
+  ROSETTA_CHECK(err == std::errc() && end == s.data() + s.size(), file, ": ", key, " = '", s, "' is not ",
+                what);
+  return v;
+}
+}  // namespace
+
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& key,
+                     const std::string& file) {
+  return metadata_number<int64_t>(metadata, key, file, "an integer");
+}
+
+double metadata_double(const std::map<std::string, std::string>& metadata, const std::string& key,
+                       const std::string& file) {
+  return metadata_number<double>(metadata, key, file, "a number");
 }
 
 }  // namespace rosetta

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backward.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
 #include "vecmath.h"
@@ -130,40 +131,47 @@ namespace {
 // dx = y * (dy - dot) with dot = sum(dy * y)       (softmax)
 // dx = dy - exp(y) * sum(dy)                       (log-softmax)
 template <bool Log>
-Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in) {
+void softmax_backward_impl(const Tensor& y_in, const Tensor& dy_in, const GradOut& dx) {
+  if (!dx.out.defined()) return;
   ROSETTA_CHECK(y_in.shape() == dy_in.shape(), "softmax_backward: shapes ", y_in.shape(), " and ",
                 dy_in.shape(), " differ");
   const Tensor y = y_in.contiguous(), dy = dy_in.contiguous();
+  detail::check_grad_out(dx, y.shape(), y.dtype(), "softmax_backward");
   const int64_t V = y.shape().back(), N = V == 0 ? 0 : y.numel() / V;
-  return dispatch_float(y.dtype(), [&](auto tag) {
+  dispatch_float(y.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor dx = Tensor::empty(y.shape(), y.dtype());
-    const T *py = y.data<T>(), *pd = dy.data<T>();
-    T* px = dx.data<T>();
-    detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const T *yr = py + i * V, *dr = pd + i * V;
-        T* xr = px + i * V;
-        double acc = 0;
-        if constexpr (Log) {
-          for (int64_t j = 0; j < V; ++j) acc += dr[j];
-          for (int64_t j = 0; j < V; ++j) xr[j] = dr[j] - detail::vexp(yr[j]) * T(acc);
-        } else {
-          for (int64_t j = 0; j < V; ++j) acc += double(dr[j]) * yr[j];
-          for (int64_t j = 0; j < V; ++j) xr[j] = yr[j] * (dr[j] - T(acc));
+    const T *py = y.data<T>(), *pd = dy.data<T>(), be = T(dx.beta);
+    T* px = dx.out.data<T>();
+    detail::with_beta(dx.beta, [&](auto a) {
+      constexpr bool Acc = decltype(a)::value;
+      detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
+        const T *y_ = py, *dy_ = pd;  // locals, not captured references: faster loops
+        const T be_ = be;
+        T* dx_ = px;
+        for (int64_t i = b; i < e; ++i) {
+          const T *yr = y_ + i * V, *dr = dy_ + i * V;
+          T* xr = dx_ + i * V;
+          double acc = 0;
+          if constexpr (Log) {
+            for (int64_t j = 0; j < V; ++j) acc += dr[j];
+            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be_, dr[j] - detail::vexp(yr[j]) * T(acc));
+          } else {
+            for (int64_t j = 0; j < V; ++j) acc += double(dr[j]) * yr[j];
+            for (int64_t j = 0; j < V; ++j) detail::put<Acc>(xr[j], be_, yr[j] * (dr[j] - T(acc)));
+          }
         }
-      }
+      });
     });
-    return dx;
   });
+  dx.out.bump_version();
 }
 }  // namespace
 
-Tensor softmax_backward(const Tensor& y, const Tensor& dy) {
-  return softmax_backward_impl<false>(y, dy);
+void softmax_backward(const Tensor& y, const Tensor& dy, const GradOut& dx) {
+  softmax_backward_impl<false>(y, dy, dx);
 }
-Tensor log_softmax_backward(const Tensor& y, const Tensor& dy) {
-  return softmax_backward_impl<true>(y, dy);
+void log_softmax_backward(const Tensor& y, const Tensor& dy, const GradOut& dx) {
+  softmax_backward_impl<true>(y, dy, dx);
 }
 
 // ------------------------------------------------------------------ fused cross-entropy
@@ -226,17 +234,29 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
   });
 }
 
-namespace {
-
-// dx from logits (dx may be logits itself: each element is read before it is written).
-void cross_entropy_backward_into(const Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
-                                 int32_t ignore_index, int64_t count, double g, Tensor& dx) {
+void cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, const Tensor& lse_in,
+                            double smoothing, int32_t ignore_index, int64_t count, double g,
+                            const GradOut& dlogits) {
+  if (!dlogits.out.defined()) return;
+  check_ce_args(logits_in, targets_in, smoothing);
+  const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous(), lse = lse_in.contiguous();
+  detail::check_grad_out(dlogits, logits.shape(), logits.dtype(), "cross_entropy_backward");
+  ROSETTA_CHECK(dlogits.beta == 0 || !dlogits.out.same_storage(logits),
+                "cross_entropy_backward: only beta 0 may write over the logits");
+  if (dlogits.beta != 0) {
+    // Adding to a gradient the logits already have: they are used twice, which is rare, so
+    // through a temporary.
+    const Tensor fresh = Tensor::empty(logits.shape(), logits.dtype());
+    cross_entropy_backward(logits, targets, lse, smoothing, ignore_index, count, g, {fresh});
+    expand_backward(fresh, dlogits);
+    return;
+  }
   const int64_t N = logits.shape()[0], V = logits.shape()[1];
   dispatch_float(logits.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *px = logits.data<T>(), *pl = lse.data<T>();
     const int32_t* pt = targets.data<int32_t>();
-    T* pd = dx.data<T>();
+    T* pd = dlogits.out.data<T>();
     const T scale = count > 0 ? T(g / double(count)) : T(0);
     const T uniform = T(smoothing / double(V)), hit = T(1.0 - smoothing);
     detail::parallel_rows(N, V * 4, [&](int64_t b, int64_t e) {
@@ -246,6 +266,7 @@ void cross_entropy_backward_into(const Tensor& logits, const Tensor& targets, co
           std::fill(d, d + V, T(0));
           continue;
         }
+        // Each element is read before it is written: d may be the row itself.
         const T* row = px + i * V;
         const T l = pl[i];
 #pragma omp simd
@@ -254,27 +275,7 @@ void cross_entropy_backward_into(const Tensor& logits, const Tensor& targets, co
       }
     });
   });
-}
-
-}  // namespace
-
-Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, const Tensor& lse_in,
-                              double smoothing, int32_t ignore_index, int64_t count, double g) {
-  check_ce_args(logits_in, targets_in, smoothing);
-  const Tensor logits = logits_in.contiguous();
-  Tensor dx = Tensor::empty(logits.shape(), logits.dtype());
-  cross_entropy_backward_into(logits, targets_in.contiguous(), lse_in.contiguous(), smoothing, ignore_index, count,
-                              g, dx);
-  return dx;
-}
-
-void cross_entropy_backward_(Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
-                             int32_t ignore_index, int64_t count, double g) {
-  check_ce_args(logits, targets, smoothing);
-  ROSETTA_CHECK(logits.is_contiguous(), "cross_entropy_backward_: logits must be contiguous");
-  cross_entropy_backward_into(logits, targets.contiguous(), lse.contiguous(), smoothing, ignore_index, count, g,
-                              logits);
-  logits.bump_version();
+  dlogits.out.bump_version();
 }
 
 // ------------------------------------------------------------------ naive references

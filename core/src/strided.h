@@ -80,6 +80,18 @@ void for_each_strided3(const Shape& shape, A* a, const Shape& sa, B* b, const Sh
   });
 }
 
+template <class A, class B, class C, class D, class F>
+void for_each_strided4(const Shape& shape, A* a, const Shape& sa, B* b, const Shape& sb, C* c,
+                       const Shape& sc, D* d, const Shape& sd, F&& f) {
+  for_each_row<4>(shape, {&sa, &sb, &sc, &sd}, [&](auto off, auto st, int64_t n) {
+    A* pa = a + off[0];
+    B* pb = b + off[1];
+    C* pc = c + off[2];
+    D* pd = d + off[3];
+    for (int64_t j = 0; j < n; ++j) f(pa + j * st[0], pb + j * st[1], pc + j * st[2], pd + j * st[3]);
+  });
+}
+
 }  // namespace rosetta::detail
 
 #include <type_traits>

@@ -4,7 +4,7 @@
 //
 // core      Tensor (views on shared storage), kernels, Generator, safetensors, file I/O
 // autograd  Var, the differentiable ops, NoGradGuard, gradcheck
-// nn        Module, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
+// nn        Module, ModuleList, Sequential, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
 // optim     SGD, Adam/AdamW, learning-rate schedules, clip_grad_norm
 // data      SentencePiece Tokenizer, corpora, token-budget batching, BLEU/chrF, Ding extraction
 // train     Trainer (thread replicas, MPI ranks), training checkpoints, metrics logs, Translator

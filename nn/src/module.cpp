@@ -11,7 +11,8 @@ namespace rosetta::nn {
 
 void Module::check_name(const std::string& name) const {
   ROSETTA_CHECK(!name.empty() && name.find('.') == std::string::npos,
-                "Module: invalid name '", name, "' (non-empty, no dots)");
+                "Module: invalid name '", name,
+                "' (non-empty, no dots; numbered children such as blocks.0 go in a ModuleList)");
   for (const auto& [n, _] : params_) ROSETTA_CHECK(n != name, "Module: '", name, "' registered twice");
   for (const auto& b : buffers_) ROSETTA_CHECK(b.name != name, "Module: '", name, "' registered twice");
   for (const auto& [n, _] : children_) ROSETTA_CHECK(n != name, "Module: '", name, "' registered twice");

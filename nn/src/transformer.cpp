@@ -3,117 +3,107 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <type_traits>
 
 #include "rosetta/core/ops.h"
+#include "rosetta/core/safetensors.h"
 
 namespace rosetta::nn {
 
 // ------------------------------------------------------------------ options
 
-void TransformerOptions::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    ROSETTA_CHECK(v > 0, "model option ", name, " must be positive, got ", v);
-  };
-  positive("src_vocab", src_vocab());
-  positive("tgt_vocab", tgt_vocab());
-  positive("d_model", d_model());
-  positive("heads", heads());
-  positive("ff", ff());
-  positive("encoder_layers", encoder_layers());
-  positive("decoder_layers", decoder_layers());
-  positive("max_len", max_len());
-  ROSETTA_CHECK(d_model() % heads() == 0, "model option d_model ", d_model(),
-                " is not divisible by heads ", heads());
-  ROSETTA_CHECK(dropout() >= 0.0 && dropout() < 1.0, "model option dropout ", dropout(),
-                " outside [0, 1)");
-  // A negative value means unset (the same as dropout); NaN fails, as it is not < 1.
-  auto optional_p = [](const char* name, double p) {
-    ROSETTA_CHECK(p < 1.0, "model option ", name, " ", p, " outside [0, 1)");
-  };
-  optional_p("attention_dropout", attention_dropout());
-  optional_p("activation_dropout", activation_dropout());
-  parse_activation(activation());
+namespace {
+template <class T>
+constexpr bool is_text = std::is_same_v<T, std::string>;
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+}  // namespace
+
+void TransformerOptions::validate(const std::function<std::string(const std::string&)>& name) const {
+  // How a message names the option it is about, and an option it refers to.
+  auto subject = [&](const std::string& key) { return name ? name(key) : "model option " + key; };
+  auto ref = [&](const std::string& key) { return name ? name(key) : key; };
+  for_each_field(*this, [&](const auto& v, const OptionField& f) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (is_text<T>) {
+      ROSETTA_CHECK(f.choices.empty() || std::find(f.choices.begin(), f.choices.end(), v) != f.choices.end(),
+                    subject(f.key), " '", v, "' is not one of ", join(f.choices));
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      // NaN fails each check, as it compares false.
+      switch (f.check) {
+        case OptionField::none: break;
+        case OptionField::positive:
+          ROSETTA_CHECK(v > 0, subject(f.key), " must be positive, got ", v);
+          break;
+        case OptionField::probability:
+          ROSETTA_CHECK(v >= 0 && v < 1, subject(f.key), " ", v, " outside [0, 1)");
+          break;
+        case OptionField::probability_or_dropout:
+          ROSETTA_CHECK(v < 1, subject(f.key), " ", v, " outside [0, 1)");
+          break;
+      }
+    }
+  });
+  ROSETTA_CHECK(d_model() % heads() == 0, subject("d_model"), " ", d_model(), " is not divisible by ",
+                ref("heads"), " ", heads());
   ROSETTA_CHECK(!share_embeddings() || src_vocab() == tgt_vocab(),
                 "shared embeddings need equal vocabularies, got ", src_vocab(), " and ",
                 tgt_vocab());
-  ROSETTA_CHECK(pad_id() >= 0 && pad_id() < std::min(src_vocab(), tgt_vocab()),
-                "model option pad_id ", pad_id(), " outside the vocabulary");
-  ROSETTA_CHECK(layer_norm_eps() > 0, "model option layer_norm_eps must be positive");
+  ROSETTA_CHECK(pad_id() >= 0 && pad_id() < std::min(src_vocab(), tgt_vocab()), subject("pad_id"), " ",
+                pad_id(), " outside the vocabulary");
 }
 
 std::map<std::string, std::string> TransformerOptions::to_metadata() const {
-  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-  auto d = [](double v) {
-    std::ostringstream os;
-    os.precision(17);
-    os << v;
-    return os.str();
-  };
-  return {{"model.src_vocab", std::to_string(src_vocab())},
-          {"model.tgt_vocab", std::to_string(tgt_vocab())},
-          {"model.d_model", std::to_string(d_model())},
-          {"model.heads", std::to_string(heads())},
-          {"model.ff", std::to_string(ff())},
-          {"model.encoder_layers", std::to_string(encoder_layers())},
-          {"model.decoder_layers", std::to_string(decoder_layers())},
-          {"model.dropout", d(dropout())},
-          {"model.attention_dropout", d(attention_dropout_p())},
-          {"model.activation_dropout", d(activation_dropout_p())},
-          {"model.activation", activation()},
-          {"model.norm_first", b(norm_first())},
-          {"model.share_embeddings", b(share_embeddings())},
-          {"model.tie_output", b(tie_output())},
-          {"model.max_len", std::to_string(max_len())},
-          {"model.pad_id", std::to_string(pad_id())},
-          {"model.layer_norm_eps", d(layer_norm_eps())}};
+  std::map<std::string, std::string> meta;
+  for_each_field(*this, [&](const auto& v, const OptionField& f) {
+    using T = std::decay_t<decltype(v)>;
+    std::string& out = meta[std::string("model.") + f.key];
+    if constexpr (is_text<T>) {
+      out = v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      out = v ? "true" : "false";
+    } else if constexpr (std::is_floating_point_v<T>) {
+      std::ostringstream os;
+      os.precision(17);
+      os << (f.check == OptionField::probability_or_dropout && v < 0 ? dropout() : v);
+      out = os.str();
+    } else {
+      out = std::to_string(v);
+    }
+  });
+  return meta;
 }
 
 TransformerOptions TransformerOptions::from_metadata(const std::map<std::string, std::string>& m) {
-  auto has = [&](const char* key) { return m.count(std::string("model.") + key) > 0; };
-  auto get = [&](const char* key) -> const std::string& {
-    auto it = m.find(std::string("model.") + key);
-    ROSETTA_CHECK(it != m.end(), "checkpoint metadata has no model.", key);
-    return it->second;
-  };
-  auto integer = [&](const char* key) {
-    const std::string& s = get(key);
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(s, &used);
-      ROSETTA_CHECK(used == s.size(), "");
-      return int64_t(v);
-    } catch (const std::exception&) {
-      ROSETTA_FAIL("checkpoint metadata model.", key, " = '", s, "' is not an integer");
-    }
-  };
-  auto real = [&](const char* key) {
-    const std::string& s = get(key);
-    try {
-      size_t used = 0;
-      const double v = std::stod(s, &used);
-      ROSETTA_CHECK(used == s.size(), "");
-      return v;
-    } catch (const std::exception&) {
-      ROSETTA_FAIL("checkpoint metadata model.", key, " = '", s, "' is not a number");
-    }
-  };
-  auto boolean = [&](const char* key) {
-    const std::string& s = get(key);
-    ROSETTA_CHECK(s == "true" || s == "false", "checkpoint metadata model.", key, " = '", s,
-                  "' is not true or false");
-    return s == "true";
-  };
+  const std::string file = "checkpoint";  // callers put the path in front of errors
   TransformerOptions o;
-  o.src_vocab(integer("src_vocab")).tgt_vocab(integer("tgt_vocab")).d_model(integer("d_model"));
-  o.heads(integer("heads")).ff(integer("ff")).encoder_layers(integer("encoder_layers"));
-  o.decoder_layers(integer("decoder_layers")).dropout(real("dropout"));
-  // Absent in checkpoints from before these options: left unset, i.e. the same as dropout.
-  if (has("attention_dropout")) o.attention_dropout(real("attention_dropout"));
-  if (has("activation_dropout")) o.activation_dropout(real("activation_dropout"));
-  o.activation(get("activation")).norm_first(boolean("norm_first"));
-  o.share_embeddings(boolean("share_embeddings")).tie_output(boolean("tie_output"));
-  o.max_len(integer("max_len")).pad_id(int32_t(integer("pad_id")));
-  o.layer_norm_eps(real("layer_norm_eps"));
+  for_each_field(o, [&](auto& v, const OptionField& f) {
+    using T = std::decay_t<decltype(v)>;
+    const std::string key = std::string("model.") + f.key;
+    // Absent in checkpoints from before these options: left unset, i.e. the same as dropout.
+    if (f.check == OptionField::probability_or_dropout && !m.count(key)) return;
+    if constexpr (is_text<T> || std::is_same_v<T, bool>) {
+      const auto it = m.find(key);
+      ROSETTA_CHECK(it != m.end(), file, " has no ", key, " in its metadata");
+      if constexpr (is_text<T>) {
+        v = it->second;
+      } else {
+        ROSETTA_CHECK(it->second == "true" || it->second == "false", file, ": ", key, " = '", it->second,
+                      "' is not true or false");
+        v = it->second == "true";
+      }
+    } else if constexpr (std::is_floating_point_v<T>) {
+      v = metadata_double(m, key, file);
+    } else {
+      const int64_t n = metadata_int(m, key, file);
+      ROSETTA_CHECK(n == T(n), file, ": ", key, " = ", n, " is out of range");
+      v = T(n);
+    }
+  });
   o.validate();
   return o;
 }
@@ -208,39 +198,29 @@ Var DecoderLayer::step(const Var& x_in, int64_t pos, LayerCache& c, const Tensor
 }
 
 Encoder::Encoder(const TransformerOptions& o, std::shared_ptr<Generator> dg, Generator& ig) {
-  for (int64_t i = 0; i < o.encoder_layers(); ++i) layers.push_back(std::make_shared<EncoderLayer>(o, dg, ig));
-  struct Layers : Module {
-    explicit Layers(const std::vector<std::shared_ptr<EncoderLayer>>& ls) {
-      for (size_t i = 0; i < ls.size(); ++i) register_module(std::to_string(i), ls[i]);
-    }
-  };
-  register_module("layers", std::make_shared<Layers>(layers));
+  layers = register_module("layers", std::make_shared<ModuleListOf<EncoderLayer>>());
+  for (int64_t i = 0; i < o.encoder_layers(); ++i) layers->push_back(std::make_shared<EncoderLayer>(o, dg, ig));
   norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
 }
 
 Var Encoder::forward(const Var& x_in, const Tensor& mask) const {
   Var x = x_in;
-  for (const auto& l : layers) x = l->forward(x, mask);
+  for (const auto& l : *layers) x = l->forward(x, mask);
   return norm->forward(x);
 }
 
 Decoder::Decoder(const TransformerOptions& o, std::shared_ptr<Generator> dg, Generator& ig) {
-  for (int64_t i = 0; i < o.decoder_layers(); ++i) layers.push_back(std::make_shared<DecoderLayer>(o, dg, ig));
-  struct Layers : Module {
-    explicit Layers(const std::vector<std::shared_ptr<DecoderLayer>>& ls) {
-      for (size_t i = 0; i < ls.size(); ++i) register_module(std::to_string(i), ls[i]);
-    }
-  };
-  register_module("layers", std::make_shared<Layers>(layers));
+  layers = register_module("layers", std::make_shared<ModuleListOf<DecoderLayer>>());
+  for (int64_t i = 0; i < o.decoder_layers(); ++i) layers->push_back(std::make_shared<DecoderLayer>(o, dg, ig));
   norm = register_module("norm", std::make_shared<LayerNorm>(o.d_model(), o.layer_norm_eps()));
 }
 
 Var Decoder::forward(const Var& x_in, const Var& memory, const Tensor& self_mask,
                      const Tensor& cross_mask, Tensor* last_cross_weights) const {
   Var x = x_in;
-  for (size_t i = 0; i < layers.size(); ++i)
-    x = layers[i]->forward(x, memory, self_mask, cross_mask,
-                           i + 1 == layers.size() ? last_cross_weights : nullptr);
+  for (size_t i = 0; i < layers->size(); ++i)
+    x = layers->at(i)->forward(x, memory, self_mask, cross_mask,
+                               i + 1 == layers->size() ? last_cross_weights : nullptr);
   return norm->forward(x);
 }
 
@@ -355,12 +335,12 @@ Transformer::AttentionWeights Transformer::attention_weights(const Tensor& src, 
   AttentionWeights w;
   const Tensor src_mask = padding_mask(src, options_.pad_id());
   Var x = embed(*src_embed, src, 0);
-  for (const auto& layer : encoder->layers) x = layer->forward(x, src_mask, &w.encoder_self.emplace_back());
+  for (const auto& layer : *encoder->layers) x = layer->forward(x, src_mask, &w.encoder_self.emplace_back());
   const Var memory = encoder->norm->forward(x);
   const Tensor self_mask =
       combine_masks(causal_mask(tgt_in.shape()[1]), padding_mask(tgt_in, options_.pad_id()));
   Var y = embed(*tgt_embed, tgt_in, 0);
-  for (const auto& layer : decoder->layers)
+  for (const auto& layer : *decoder->layers)
     y = layer->forward(y, memory, self_mask, src_mask, &w.decoder_cross.emplace_back(),
                        &w.decoder_self.emplace_back());
   return w;
@@ -380,9 +360,8 @@ DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
   DecoderState st;
   const Var memory = encode(src);
   st.src_mask = key_padding_mask(src, options_.pad_id());
-  st.layers.resize(decoder->layers.size());
-  for (size_t i = 0; i < decoder->layers.size(); ++i)
-    decoder->layers[i]->init_cache(st.layers[i], memory, max_len);
+  st.layers.resize(decoder->layers->size());
+  for (size_t i = 0; i < st.layers.size(); ++i) decoder->layers->at(i)->init_cache(st.layers[i], memory, max_len);
   return st;
 }
 
@@ -390,9 +369,9 @@ Var Transformer::step(DecoderState& st, const Tensor& tokens, Tensor* cross_weig
   ROSETTA_CHECK(tokens.dim() == 1 && tokens.shape()[0] == st.batch(), "decoder step: tokens ",
                 tokens.shape(), " for a batch of ", st.batch());
   Var x = embed(*tgt_embed, tokens.reshape({st.batch(), 1}), st.length);
-  for (size_t i = 0; i < decoder->layers.size(); ++i)
-    x = decoder->layers[i]->step(x, st.length, st.layers[i], st.src_mask,
-                                 i + 1 == decoder->layers.size() ? cross_weights : nullptr);
+  const size_t n = decoder->layers->size();
+  for (size_t i = 0; i < n; ++i)
+    x = decoder->layers->at(i)->step(x, st.length, st.layers[i], st.src_mask, i + 1 == n ? cross_weights : nullptr);
   ++st.length;
   const Var logits = project(decoder->norm->forward(x));
   return reshape(logits, {st.batch(), logits.size(-1)});

@@ -3,7 +3,10 @@
 #include <omp.h>
 
 #include <cmath>
+#include <type_traits>
 #include <unordered_set>
+
+#include "rosetta/core/safetensors.h"
 
 namespace rosetta::optim {
 
@@ -12,11 +15,14 @@ namespace {
 constexpr int64_t kGrain = 1 << 14;
 
 // Calls f(begin, end) on one contiguous chunk per thread (inline when n is small). The
-// update loops inside are plain `omp simd` loops over locals, which vectorise.
+// update loops inside are plain `omp simd` loops over locals, which vectorise. Inline, they
+// run on a copy of f: f's address escapes into the parallel region, so in f itself GCC reloads
+// every captured value each iteration and leaves the loop scalar (4x slower on one thread).
 template <class F>
 void parallel_chunks(int64_t n, F&& f) {
   if (n < kGrain || omp_get_max_threads() == 1) {
-    f(int64_t(0), n);
+    std::decay_t<F> local(f);
+    local(int64_t(0), n);
     return;
   }
 #pragma omp parallel
@@ -74,12 +80,7 @@ void Optimizer::load_state(const std::function<const Tensor*(const std::string&)
                 "', this run uses '", name(), "'");
   ROSETTA_CHECK(get("optim.numel") == std::to_string(numel()), "optimizer state holds ",
                 get("optim.numel"), " values, the model has ", numel());
-  int64_t step = 0;
-  try {
-    step = std::stoll(get("optim.step"));
-  } catch (const std::exception&) {
-    ROSETTA_FAIL("optimizer state: optim.step = '", get("optim.step"), "' is not an integer");
-  }
+  const int64_t step = metadata_int(meta, "optim.step", "optimizer state");
   ROSETTA_CHECK(step >= 0, "optimizer state: negative step ", step);
   std::vector<std::pair<Tensor*, const Tensor*>> loads;
   for (auto& [n, dst] : buffers()) {

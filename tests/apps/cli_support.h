@@ -1,18 +1,28 @@
-// Helpers for the CLI tests: temporary directories, running the binary, small corpora, and an
-// XML well-formedness check for the SVG files.
+// Helpers for the CLI tests: temporary directories, running the binary (in the foreground or
+// the background), the checks of a failed run, small corpora, and an XML well-formedness check
+// for the SVG files.
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "rosetta/core/safetensors.h"
 
 namespace rosetta::test {
 
@@ -43,9 +53,10 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the rosetta binary with `args` (a shell-quoted string) and captures its output.
-inline RunResult run_rosetta(const std::string& args, const std::string& stdin_text = "") {
-  std::string cmd = std::string(ROSETTA_BIN) + " " + args + " 2>&1";
+// Runs `command` with /bin/sh, stdout and stderr together, standard input `stdin_text` (or
+// /dev/null), and captures its output.
+inline RunResult run_shell(const std::string& command, const std::string& stdin_text = "") {
+  std::string cmd = "{ " + command + "; } 2>&1";
   std::string input_file;
   if (!stdin_text.empty()) {
     input_file = (fs::temp_directory_path() / ("rosetta_stdin_" + std::to_string(std::random_device{}()))).string();
@@ -63,6 +74,11 @@ inline RunResult run_rosetta(const std::string& args, const std::string& stdin_t
   const int status = pclose(pipe);
   if (!input_file.empty()) fs::remove(input_file);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+// Runs the rosetta binary with `args` (a shell-quoted string) and captures its output.
+inline RunResult run_rosetta(const std::string& args, const std::string& stdin_text = "") {
+  return run_shell(std::string(ROSETTA_BIN) + " " + args, stdin_text);
 }
 
 inline std::string slurp(const std::string& path) {
@@ -97,6 +113,122 @@ inline std::vector<std::pair<int64_t, double>> train_losses(const std::vector<nl
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+// ---------------------------------------------------------------- checks of a failed run
+
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+// Output that would mean a crash rather than an error message.
+inline void require_no_crash(const RunResult& r) {
+  INFO(r.output);
+  REQUIRE(r.exit_code < 128);  // not killed by a signal
+  for (const char* bad : {"terminate called", "what():", "Aborted", "core dumped", "Segmentation fault",
+                          "Sanitizer", "runtime error:", "stack trace", "Stack trace", "#0 0x"})
+    REQUIRE_THAT(r.output, !Catch::Contains(bad));
+}
+
+// A non-zero exit with exactly one error line, the last one, holding every fragment.
+inline void require_error(const RunResult& r, const std::vector<std::string>& fragments) {
+  INFO(r.output);
+  require_no_crash(r);
+  REQUIRE(r.exit_code != 0);
+  const auto lines = lines_of(r.output);
+  std::vector<std::string> errors;
+  for (const auto& l : lines)
+    if (l.rfind("rosetta: error: ", 0) == 0) errors.push_back(l);
+  REQUIRE(errors.size() == 1);
+  REQUIRE(lines.back() == errors[0]);
+  for (const auto& f : fragments) REQUIRE_THAT(errors[0], Catch::Contains(f));
+}
+
+// ---------------------------------------------------------------- processes in the background
+
+inline std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+// A rosetta process running in the background, its output in a file.
+struct Proc {
+  pid_t pid = -1;
+  std::string log;
+
+  Proc(const std::string& args, const std::string& log_path) : log(log_path) {
+    std::vector<std::string> argv_s = split(args);
+    argv_s.insert(argv_s.begin(), ROSETTA_BIN);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int in = open("/dev/null", O_RDONLY);
+      dup2(in, 0);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : argv_s) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  Proc(const Proc&) = delete;
+  ~Proc() {
+    if (!done_) {  // a failed check left it running
+      kill(pid, SIGKILL);
+      wait();
+    }
+  }
+  // Exit code, or 128 + signal.
+  int wait() {
+    if (!done_) {
+      int status = 0;
+      REQUIRE(waitpid(pid, &status, 0) == pid);
+      record(status);
+    }
+    return code_;
+  }
+  bool running() {
+    int status = 0;
+    if (!done_ && waitpid(pid, &status, WNOHANG) == pid) record(status);
+    return !done_;
+  }
+  std::string output() const { return slurp(log); }
+
+ private:
+  void record(int status) {
+    done_ = true;
+    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  bool done_ = false;
+  int code_ = -1;
+};
+
+inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// Waits (at most ~60 s) until `path` exists.
+inline bool wait_for_file(const std::string& path, Proc& p) {
+  for (int i = 0; i < 6000; ++i) {
+    if (fs::exists(path)) return true;
+    if (!p.running()) return fs::exists(path);
+    sleep_ms(10);
+  }
+  return false;
+}
+
+// The step a run directory's checkpoint was saved at.
+inline int64_t checkpoint_step(const std::string& dir) {
+  const auto st = rosetta::load_safetensors(dir + "/checkpoint.safetensors");
+  return std::stoll(st.metadata.at("train.step"));
 }
 
 // A tiny German->English corpus from templates: "der Hund sieht die Katze" -> "the dog sees

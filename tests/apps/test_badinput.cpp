@@ -15,6 +15,8 @@ namespace {
 
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::require_error;
+using rosetta::test::require_no_crash;
 using rosetta::test::run_rosetta;
 using rosetta::test::slurp;
 using rosetta::test::write_file;
@@ -22,44 +24,15 @@ namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- checks
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
-// Output that would mean a crash rather than an error message.
-void require_no_crash(const RunResult& r) {
-  INFO(r.output);
-  REQUIRE(r.exit_code < 128);  // not killed by a signal
-  for (const char* bad : {"terminate called", "what():", "Aborted", "core dumped", "Segmentation fault",
-                          "Sanitizer", "runtime error:", "stack trace", "Stack trace", "#0 0x"})
-    REQUIRE_THAT(r.output, !Catch::Contains(bad));
-}
-
-// A non-zero exit with exactly one error line, the last one, holding every fragment.
-void require_error(const RunResult& r, const std::vector<std::string>& fragments) {
-  INFO(r.output);
-  require_no_crash(r);
-  REQUIRE(r.exit_code != 0);
-  const auto lines = lines_of(r.output);
-  std::vector<std::string> errors;
-  for (const auto& l : lines)
-    if (l.rfind("rosetta: error: ", 0) == 0) errors.push_back(l);
-  REQUIRE(errors.size() == 1);
-  REQUIRE(lines.back() == errors[0]);
-  for (const auto& f : fragments) REQUIRE_THAT(errors[0], Catch::Contains(f));
-}
-
-// The files under `dir` (relative path -> bytes).
+// The files under `dir` (relative path -> bytes), but a run's lock file: every trainer that
+// starts on the run takes the lock and records its PID there, before any check can refuse.
 using Snapshot = std::map<std::string, std::string>;
 Snapshot snapshot(const std::string& dir) {
   Snapshot s;
   if (!fs::is_directory(dir)) return s;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) s[fs::relative(e.path(), dir).string()] = slurp(e.path().string());
+    if (e.is_regular_file() && e.path().filename() != "train.lock")
+      s[fs::relative(e.path(), dir).string()] = slurp(e.path().string());
   return s;
 }
 

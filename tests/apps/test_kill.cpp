@@ -2,16 +2,11 @@
 // time ends exactly where an uninterrupted run ends; SIGTERM and SIGINT finish the step, save
 // and say how to resume; a non-finite loss stops (or skips) without touching the last good
 // checkpoint; the same seed and thread count give the same losses. Tagged [faults].
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include "cli_support.h"
 #include "rosetta/core/safetensors.h"
@@ -19,10 +14,14 @@
 namespace {
 
 using nlohmann::json;
+using rosetta::test::Proc;
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
+using rosetta::test::checkpoint_step;
 using rosetta::test::run_rosetta;
+using rosetta::test::sleep_ms;
 using rosetta::test::slurp;
+using rosetta::test::wait_for_file;
 namespace fs = std::filesystem;
 
 // A copy-task run small enough for a few hundred updates a second; one thread, no dropout
@@ -31,81 +30,6 @@ const char* kFlags =
     "--task copy --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --max-len 16 "
     "--max-tokens 64 --copy-symbols 6 --copy-min-len 2 --copy-max-len 5 --copy-train-size 400 "
     "--copy-valid-size 10 --valid-bleu-sentences 5 --log-every 1 --dropout 0.1 --lr 3e-3 --warmup 20";
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string w;
-  while (in >> w) out.push_back(w);
-  return out;
-}
-
-// A rosetta process running in the background, its output in a file.
-struct Proc {
-  pid_t pid = -1;
-  std::string log;
-
-  Proc(const std::string& args, const std::string& log_path) : log(log_path) {
-    std::vector<std::string> argv_s = split(args);
-    argv_s.insert(argv_s.begin(), ROSETTA_BIN);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int in = open("/dev/null", O_RDONLY);
-      dup2(in, 0);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  Proc(const Proc&) = delete;
-  ~Proc() {
-    if (!done_) {  // a failed check left it running
-      kill(pid, SIGKILL);
-      wait();
-    }
-  }
-  // Exit code, or 128 + signal.
-  int wait() {
-    if (!done_) {
-      int status = 0;
-      REQUIRE(waitpid(pid, &status, 0) == pid);
-      record(status);
-    }
-    return code_;
-  }
-  bool running() {
-    int status = 0;
-    if (!done_ && waitpid(pid, &status, WNOHANG) == pid) record(status);
-    return !done_;
-  }
-  std::string output() const { return slurp(log); }
-
- private:
-  void record(int status) {
-    done_ = true;
-    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  bool done_ = false;
-  int code_ = -1;
-};
-
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
-// Waits (at most ~60 s) until `path` exists.
-bool wait_for_file(const std::string& path, Proc& p) {
-  for (int i = 0; i < 6000; ++i) {
-    if (fs::exists(path)) return true;
-    if (!p.running()) return fs::exists(path);
-    sleep_ms(10);
-  }
-  return false;
-}
 
 // (step, loss) of every "train" record of a metrics.jsonl; every line must parse.
 std::vector<std::pair<int64_t, double>> train_losses(const std::string& metrics) {
@@ -137,11 +61,6 @@ void run_until_step(Proc& p, const std::string& metrics, int64_t target) {
     if (last_step(metrics) >= target) return;
     sleep_ms(1);
   }
-}
-
-int64_t checkpoint_step(const std::string& dir) {
-  const auto st = rosetta::load_safetensors(dir + "/checkpoint.safetensors");
-  return std::stoll(st.metadata.at("train.step"));
 }
 
 bool all_finite(const std::string& path) {

@@ -1,5 +1,8 @@
 // Finite-difference checks of every differentiable op, in float64, with the non-uniform
 // upstream gradient of L = mean((y + 1)^2). Tolerances: atol 1e-7, rtol 1e-5 unless noted.
+// Each check runs both ways: leaves with gradients of their own (fresh tensors, beta 0), and
+// leaves bound to a flat gradient buffer holding nonzero values (written in place, beta 1);
+// each also backward twice through a retained graph (see gradcheck.h).
 #include <cmath>
 #include <limits>
 
@@ -18,10 +21,12 @@ Tensor randn(const Shape& s, double mean = 0, double std = 1) {
 Tensor positive(const Shape& s) { return gen.uniform(s, 0.5, 2.0, DType::f64); }
 
 void check(const std::function<Var(const std::vector<Var>&)>& f, const std::vector<Tensor>& in,
-           const GradcheckOptions& opt = {}) {
-  const GradcheckResult r = gradcheck(f, in, opt);
-  INFO(r.message << " (worst " << r.worst << ")");
-  REQUIRE(r.ok);
+           GradcheckOptions opt = {}) {
+  for (bool buffers : {false, true}) {
+    const GradcheckResult r = gradcheck(f, in, opt.grad_buffers(buffers));
+    INFO(r.message << " (worst " << r.worst << ")");
+    REQUIRE(r.ok);
+  }
 }
 
 // Broadcasting patterns for binary ops: (a, b) shapes.
@@ -276,19 +281,51 @@ TEST_CASE("gradcheck: diamond graph and tied weights", "[gradcheck]") {
   }, {randn({4, 3})});
 }
 
+// y = x^2 whose backward writes `factor` * dy * x into its destination, through the contract
+// (add = true) or over it, ignoring beta (add = false).
+Var custom_square(const Var& x, double factor, bool add) {
+  Var out(rosetta::mul(x.data(), x.data()));
+  record(out, "custom_square", {&x}, [x = x.data(), factor, add](const Tensor& dy, Node& n) {
+    GradDest d = n.grad_dest(0);
+    if (add) expand_backward(rosetta::mul(dy, x), d, factor);
+    else d.out.copy_(affine(rosetta::mul(dy, x), factor, 0));
+    d.commit();
+  });
+  return out;
+}
+
+TEST_CASE("gradcheck: an input used twice by one op", "[gradcheck]") {
+  // The second operand's gradient arrives while the first one's is there already.
+  check([](auto& v) { return v[0] * v[0]; }, {randn({3, 4})});
+  check([](auto& v) { return v[0] / v[0] + pow(v[0], v[0]); }, {positive({3, 4})});
+  check([](auto& v) { return matmul(v[0], v[0]); }, {randn({3, 3})});
+  // Gain and bias tied: one op writes both destinations before committing either.
+  check([](auto& v) { return layer_norm(v[0], v[1], v[1], 1e-5); }, {randn({3, 4}), randn({4}, 1, 0.5)});
+  check([](auto& v) { return where(Tensor::from_vector(std::vector<int32_t>{1, 0, 1}), v[0], v[0] * 3.0); },
+        {randn({2, 3})});
+}
+
 TEST_CASE("gradcheck catches a wrong backward", "[gradcheck]") {
-  // y = x^2 with a backward that forgets the factor 2.
-  auto wrong_square = [](const std::vector<Var>& v) {
-    Var out(rosetta::mul(v[0].data(), v[0].data()));
-    record(out, "wrong_square", {&v[0]}, [x = v[0].data()](const Tensor& dy, Node& n) {
-      n.accumulate(0, rosetta::mul(dy, x));
-    });
-    return out;
-  };
-  const GradcheckResult r = gradcheck(wrong_square, {randn({3})});
-  REQUIRE_FALSE(r.ok);
-  REQUIRE_THAT(r.message, Catch::Contains("analytic"));
-  REQUIRE(gradcheck([](auto& v) { return square(v[0]); }, {randn({3})}).ok);
+  // A backward that forgets the factor 2.
+  for (bool buffers : {false, true}) {
+    const GradcheckResult r = gradcheck([](auto& v) { return custom_square(v[0], 1.0, true); }, {randn({3})},
+                                        GradcheckOptions().grad_buffers(buffers));
+    REQUIRE_FALSE(r.ok);
+    REQUIRE_THAT(r.message, Catch::Contains("analytic"));
+  }
+  REQUIRE(gradcheck([](auto& v) { return custom_square(v[0], 2.0, true); }, {randn({3})}).ok);
+}
+
+TEST_CASE("gradcheck catches a backward that overwrites its destination", "[gradcheck]") {
+  auto overwriting = [](auto& v) { return custom_square(v[0], 2.0, false); };
+  // Into a buffer that held something: what it held is lost.
+  const GradcheckResult bound = gradcheck(overwriting, {randn({3})}, GradcheckOptions().grad_buffers(true));
+  REQUIRE_FALSE(bound.ok);
+  REQUIRE_THAT(bound.message, Catch::Contains("into gradient buffers"));
+  // Into a gradient of its own: right the first time, lost at the second backward.
+  const GradcheckResult own = gradcheck(overwriting, {randn({3})});
+  REQUIRE_FALSE(own.ok);
+  REQUIRE_THAT(own.message, Catch::Contains("second backward"));
 }
 
 TEST_CASE("gradcheck: fused masked softmax and scaled matmul", "[gradcheck]") {

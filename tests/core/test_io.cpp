@@ -144,6 +144,26 @@ TEST_CASE("safetensors metadata round trip and file save/load", "[io]") {
   CHECK(dir.listing() == std::vector<std::string>{"model.safetensors"});
 }
 
+TEST_CASE("numbers in metadata are read whole, and errors name the file, key and value", "[io]") {
+  const std::map<std::string, std::string> m = {
+      {"step", "1200"}, {"neg", "-7"}, {"loss", "2.5"}, {"eps", "1e-05"},  {"best", "nan"},
+      {"tail", "12abc"}, {"space", " 3"}, {"empty", ""},   {"huge", "99999999999999999999"}};
+  CHECK(metadata_int(m, "step", "a.safetensors") == 1200);
+  CHECK(metadata_int(m, "neg", "a.safetensors") == -7);
+  CHECK(metadata_double(m, "loss", "a.safetensors") == 2.5);
+  CHECK(metadata_double(m, "eps", "a.safetensors") == 1e-5);
+  CHECK(metadata_double(m, "step", "a.safetensors") == 1200.0);
+  CHECK(std::isnan(metadata_double(m, "best", "a.safetensors")));
+  CHECK_THROWS_WITH(metadata_int(m, "loss", "a.safetensors"),
+                    Contains("a.safetensors: loss = '2.5' is not an integer"));
+  CHECK_THROWS_WITH(metadata_int(m, "tail", "a.safetensors"), Contains("tail = '12abc' is not an integer"));
+  CHECK_THROWS_WITH(metadata_int(m, "space", "a.safetensors"), Contains("space = ' 3' is not an integer"));
+  CHECK_THROWS_WITH(metadata_int(m, "huge", "a.safetensors"), Contains("huge = '99999999999999999999'"));
+  CHECK_THROWS_WITH(metadata_double(m, "empty", "a.safetensors"), Contains("empty = '' is not a number"));
+  CHECK_THROWS_WITH(metadata_double(m, "tail", "a.safetensors"), Contains("tail = '12abc' is not a number"));
+  CHECK_THROWS_WITH(metadata_int(m, "steps", "a.safetensors"), Contains("a.safetensors has no steps"));
+}
+
 // ------------------------------------------------------------------ safetensors: byte layout
 
 TEST_CASE("safetensors byte layout matches a hand-built file", "[io]") {

@@ -73,12 +73,12 @@ TEST_CASE("train and eval propagate to children; zero_grad clears", "[nn]") {
   Generator g(3);
   Transformer m(tiny().dropout(0.5), g);
   m.eval();
-  REQUIRE_FALSE(m.decoder->layers[1]->ff->is_training());
+  REQUIRE_FALSE(m.decoder->layers->at(1)->ff->is_training());
   const Tensor src = ids({5, 6, 7, 0}, 1, 4), tgt = ids({2, 8, 9}, 1, 3);
   // In eval mode dropout is off: two forwards agree.
   REQUIRE_THAT(m.forward(src, tgt).data(), AllClose(m.forward(src, tgt).data(), 0, 0));
   m.train();
-  REQUIRE(m.encoder->layers[0]->self_attn->is_training());
+  REQUIRE(m.encoder->layers->at(0)->self_attn->is_training());
   // In train mode they differ (dropout 0.5).
   REQUIRE(rosetta::test::closeness(m.forward(src, tgt).data(), m.forward(src, tgt).data(), 0, 1e-6) > 1);
   sum(m.forward(src, tgt)).backward();

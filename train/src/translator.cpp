@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "rosetta/core/io.h"
@@ -119,7 +120,7 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
   }
 }
 
-Translator Translator::load(const std::string& dir, const std::string& which) {
+std::string Translator::weights_file(const std::string& dir, const std::string& which) {
   ROSETTA_CHECK(fs::is_directory(dir), "--model ", dir, " is not a directory (give a run directory ",
                 "made by rosetta train)");
   const RunPaths run(dir);
@@ -138,6 +139,12 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   } else {
     ROSETTA_FAIL("unknown checkpoint '", which, "' (best, last, averaged or ema)");
   }
+  return path;
+}
+
+Translator Translator::load(const std::string& dir, const std::string& which) {
+  const std::string path = weights_file(dir, which);
+  const RunPaths run(dir);
   Translator t;
   t.weights_path = path;
   const SafeTensors st = load_safetensors(path);  // checked before anything is built
@@ -146,9 +153,7 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   ROSETTA_CHECK(task != t.metadata.end(), path, ": not a rosetta translator checkpoint (no run.task)");
   std::string src_bytes, tgt_bytes;  // the tokenizers' files
   if (task->second == "copy") {
-    const auto it = t.metadata.find("run.copy_symbols");
-    ROSETTA_CHECK(it != t.metadata.end(), path, ": copy-task checkpoint without run.copy_symbols");
-    t.codec = Codec::symbols(std::stoll(it->second));
+    t.codec = Codec::symbols(metadata_int(t.metadata, "run.copy_symbols", path));
   } else {
     src_bytes = read_file(run.src_model());
     tgt_bytes = read_file(run.tgt_model());
@@ -178,7 +183,8 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
                                                          const nn::SearchOptions& options,
-                                                         int64_t batch_tokens, int64_t* truncated) {
+                                                         int64_t batch_tokens, int64_t* truncated,
+                                                         const BatchCheck& check_batch) {
   const int64_t limit = model.options().max_len();
   std::vector<std::vector<int32_t>> ids(lines.size());
   int64_t cut = 0;
@@ -204,17 +210,25 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
   std::vector<std::vector<nn::Hypothesis>> out(lines.size());
   for (size_t i = 0; i < lines.size(); ++i)
     if (ids[i].empty()) out[i] = {nn::Hypothesis{}};
-  size_t at = 0;
-  while (at < order.size()) {
+  // Batches of rows [begin, end) of `order`, their sources padded to `len`.
+  struct Span {
+    size_t begin, end;
+    int64_t len;
+  };
+  std::vector<Span> batches;
+  for (size_t at = 0; at < order.size(); at = batches.back().end) {
     const int64_t S = std::max<int64_t>(int64_t(ids[order[at]].size()), 1);
-    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, 256));
-    const size_t end = std::min(order.size(), at + B);
-    std::vector<int32_t> flat((end - at) * size_t(S), model.options().pad_id());
-    for (size_t r = at; r < end; ++r)
-      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - at) * S);
-    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(end - at), S}), options);
-    for (size_t r = at; r < end; ++r) out[order[r]] = hyps[r - at];
-    at = end;
+    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, kMaxBatchRows));
+    batches.push_back({at, std::min(order.size(), at + B), S});
+  }
+  if (check_batch)
+    for (const Span& b : batches) check_batch(int64_t(b.end - b.begin), b.len);
+  for (const Span& b : batches) {
+    std::vector<int32_t> flat((b.end - b.begin) * size_t(b.len), model.options().pad_id());
+    for (size_t r = b.begin; r < b.end; ++r)
+      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - b.begin) * b.len);
+    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(b.end - b.begin), b.len}), options);
+    for (size_t r = b.begin; r < b.end; ++r) out[order[r]] = hyps[r - b.begin];
   }
   return out;
 }

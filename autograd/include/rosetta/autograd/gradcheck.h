@@ -1,7 +1,9 @@
 // gradcheck: compares analytic gradients with central finite differences in float64.
 //
 // The checked scalar is L = mean((f(x) + 1)^2), so the upstream gradient reaching f is
-// 2 (f(x) + 1) / n: non-uniform, unlike a plain sum.
+// 2 (f(x) + 1) / n: non-uniform, unlike a plain sum. Backward runs twice through the graph
+// (retained, then released), and each pass's contribution is checked: the second one adds to
+// the gradients the first left, so a backward that overwrites its destination fails.
 #pragma once
 
 #include <functional>
@@ -16,9 +18,14 @@ struct GradcheckOptions {
   double eps = 1e-6;   // finite-difference step
   double atol = 1e-7;  // |analytic - numeric| <= atol + rtol * |numeric|
   double rtol = 1e-5;
+  // Bind the leaves' gradients to slices of one flat buffer, as an optimizer does, filled with
+  // nonzero values beforehand: the ops then add into the buffers in place (beta 1), and a
+  // gradient that overwrites or drops what a buffer held shows.
+  bool buffers = false;
   GradcheckOptions& step(double v) { eps = v; return *this; }
   GradcheckOptions& abs_tol(double v) { atol = v; return *this; }
   GradcheckOptions& rel_tol(double v) { rtol = v; return *this; }
+  GradcheckOptions& grad_buffers(bool v) { buffers = v; return *this; }
 };
 
 struct GradcheckResult {

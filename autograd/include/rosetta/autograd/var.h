@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "rosetta/core/ops.h"
 #include "rosetta/core/tensor.h"
 
 namespace rosetta {
@@ -75,7 +76,8 @@ class Var {
   // The same value cut off from the graph (shares storage; requires no gradient).
   Var detach() const { return Var(impl_->data, false); }
 
-  // Makes `grad` (zeroed, same shape) the gradient buffer of this leaf.
+  // Makes `grad` (contiguous, same shape; zeroed, or given the gradient so far) the gradient
+  // buffer of this leaf.
   void bind_grad_buffer(const Tensor& grad);
   // Moves this leaf's value into `buffer` (same shape and dtype; e.g. a view of an optimizer's
   // flat parameter storage): the value is copied there and the buffer becomes the value.
@@ -103,8 +105,26 @@ class Saved {
   uint64_t version_ = 0;
 };
 
-// A recorded op. `backward` receives the gradient of the op's output and accumulates into the
-// gradients of its inputs through accumulate(i, g).
+// Where an op's backward writes the gradient of one input: a core backward kernel writes it
+// into `out` with `beta` (out = beta * out + gradient), then commit() makes it count.
+//   beta 1: `out` is the input's gradient itself (a bound buffer, or a gradient this graph
+//           alone holds): the kernel adds to it in place, and commit() has nothing to do.
+//   beta 0: `out` is a fresh tensor (uninitialised) the kernel overwrites; commit() makes it the
+//           gradient, or adds it to the gradient that has arrived meanwhile (an input used
+//           twice by one op).
+// Undefined `out`: the input needs no gradient; the kernels then skip it.
+class GradDest : public GradOut {
+ public:
+  void commit();
+
+ private:
+  friend struct Node;
+  AutogradMeta* meta_ = nullptr;
+};
+
+// A recorded op. `backward` receives the gradient of the op's output and adds to the gradients
+// of its inputs, through grad_dest (a gradient it computes) or pass_view (one that is a view of
+// the upstream gradient). Never by itself: the buffers, the sharing and the layouts are theirs.
 struct Node {
   using BackwardFn = std::function<void(const Tensor& grad_out, Node& self)>;
 
@@ -124,11 +144,18 @@ struct Node {
   bool last_use = false;
 
   bool needs(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
-  // inputs[i].grad += g (g broadcast-reduced by the caller to the input's shape).
-  void accumulate(size_t i, const Tensor& g);
-  // The gradient tensor of input i if it is a buffer that may be written with beta = 1
-  // accumulation (e.g. by matmul_into), else an undefined tensor.
-  Tensor grad_buffer(size_t i);
+  // Where to write input i's gradient (see GradDest): its gradient itself with beta 1 when that
+  // may be written in place (a bound buffer, or a contiguous tensor no one else holds), else a
+  // fresh contiguous tensor with beta 0.
+  //   like:  a fresh intermediate gradient is laid out as `like` when that is dense (matmul's
+  //          operands: a permuted view's gradient leaves its view contiguous), and a gradient
+  //          with like's strides is written in place too;
+  //   reuse: a contiguous tensor of the input's shape no one else holds (cross-entropy's
+  //          logits after their last use), taken as the fresh tensor instead of allocating.
+  GradDest grad_dest(size_t i, const Tensor& like = Tensor(), const Tensor& reuse = Tensor());
+  // inputs[i].grad += g for a g that is a view of the upstream gradient (dy itself, a reshape,
+  // a slice): taken as the gradient without a copy when there is none yet.
+  void pass_view(size_t i, const Tensor& g);
 };
 
 // Records an op: when gradients are enabled and any input requires one, gives `out` a node

@@ -1,6 +1,7 @@
 // Kernels of the tensor core. Each returns a new contiguous tensor unless its name ends in `_`
-// (in place). Every fast kernel has a naive reference in namespace rosetta::ref (same file),
-// written for clarity, which the tests compare against.
+// (in place) or it writes a gradient into a GradOut (the backward kernels). Every fast kernel
+// has a naive reference in namespace rosetta::ref (same file), written for clarity, which the
+// tests compare against.
 //
 // Dimension legend: N rows (any leading dims flattened), V vocabulary / classes,
 // D features, M x K times K x N for matmul.
@@ -13,16 +14,33 @@
 
 namespace rosetta {
 
+// Where a backward kernel writes a gradient: out = beta * out + gradient, as GEMM's C. beta 0
+// overwrites `out` without reading it (it may be uninitialised); beta 1 adds to what it holds
+// (a gradient buffer, or the gradient so far), so a kernel writes straight into its destination
+// with no temporary and no second pass. `out` is contiguous, of the gradient's shape and dtype;
+// an undefined `out` means the gradient is not wanted. Autograd hands these out (Node::grad_dest).
+struct GradOut {
+  Tensor out;
+  double beta = 0;
+};
+
 // ------------------------------------------------------------------ elementwise (elementwise.cpp)
 
 enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, square, reciprocal };
 enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum };
 
 Tensor unary(UnaryOp op, const Tensor& x);
-// dx = dy * f'(x), using x or the forward output y (whichever the derivative needs).
-Tensor unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy);
+// dx = alpha * dy * f'(x), using x or the forward output y (whichever the derivative needs).
+void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& dy, const GradOut& dx,
+                    double alpha = 1.0);
 // NumPy broadcasting; both operands must have the same floating dtype.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+// The gradient of operand `which` (0: a, 1: b) of y = binary(op, a, b), for op mul, div or pow:
+//   mul: da = dy * b,  db = dy * a;   div: da = dy / b,  db = -dy / b * y;
+//   pow: da = dy * b * a^(b-1),  db = dy * y * log(a)   (y is read by div's and pow's db only)
+// summed over the axes the operand was broadcast along (to dst's shape).
+void binary_backward(BinaryOp op, int which, const Tensor& a, const Tensor& b, const Tensor& y,
+                     const Tensor& dy, const GradOut& dst);
 
 inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
 inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
@@ -44,10 +62,17 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // Concatenation along an existing axis.
 Tensor cat(const std::vector<Tensor>& parts, int axis);
 
+// The gradient of where(cond, a, b) (taken = true: a's, where cond is non-zero; false: b's,
+// where it is zero; also masked_fill's, with mask as cond and taken = false): dy at those
+// places, 0 elsewhere, summed to dst's shape.
+void where_backward(const Tensor& cond, bool taken, const Tensor& dy, const GradOut& dst);
+
 // Inverted dropout without a stored mask: element i is kept (and scaled by 1/(1-p)) when
 // dropout_keep(seed, offset + i, p), so applying the same (seed, offset) to the gradient
 // reproduces the mask exactly. x must be floating; the result is contiguous.
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// dx = dy * mask / (1 - p), the mask regenerated from (seed, offset).
+void dropout_backward(const Tensor& dy, double p, uint64_t seed, uint64_t offset, const GradOut& dx);
 // The keep decision: a 32-bit hash of (seed, counter) compared with p * 2^32.
 inline bool dropout_keep(uint64_t seed, uint64_t counter, double p);
 
@@ -60,11 +85,15 @@ Tensor mean(const Tensor& x, int axis, bool keepdim = false);
 Tensor mean_all(const Tensor& x);
 Tensor max(const Tensor& x, int axis, bool keepdim = false);
 Tensor argmax(const Tensor& x, int axis, bool keepdim = false);  // i32
-// Zeros of `shape` with src written at index idx along `axis` (src, idx: `shape` with that axis
-// of size 1; idx I32). The gradient of max.
-Tensor scatter_axis(const Tensor& src, const Tensor& idx, int axis, const Shape& shape);
-// Sums the broadcast dimensions of x away so that it has `shape` (the reverse of expand).
+// The gradient of max along `axis`: dy (keepdim shape) at the index idx (I32, argmax with
+// keepdim) along that axis, 0 elsewhere; dx has the input's shape.
+void max_backward(const Tensor& dy, const Tensor& idx, int axis, const GradOut& dx);
+// Sums the broadcast dimensions of x away so that it has `shape` (the reverse of expand; x
+// itself when it has that shape already).
 Tensor sum_to(const Tensor& x, const Shape& shape);
+// The gradient of expand: dx = alpha * dy summed to dx's shape. Also that of a broadcast add or
+// sub, and with nothing to reduce, of a scaling.
+void expand_backward(const Tensor& dy, const GradOut& dx, double alpha = 1.0);
 
 // ------------------------------------------------------------------ matmul (matmul.cpp)
 
@@ -88,9 +117,9 @@ Tensor softmax(const Tensor& x);
 Tensor softmax(const Tensor& x, const Tensor& mask);
 Tensor log_softmax(const Tensor& x);
 // Given y = softmax(x): dx = y * (dy - sum(dy * y)).
-Tensor softmax_backward(const Tensor& y, const Tensor& dy);
+void softmax_backward(const Tensor& y, const Tensor& dy, const GradOut& dx);
 // Given y = log_softmax(x): dx = dy - exp(y) * sum(dy).
-Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);
+void log_softmax_backward(const Tensor& y, const Tensor& dy, const GradOut& dx);
 
 // Fused log-softmax + label-smoothed cross-entropy over logits [N, V] and targets [N] (i32).
 // loss_i = (1 - eps) * -log p[t_i] + eps * mean_j(-log p_j); rows with t_i == ignore_index are
@@ -103,18 +132,20 @@ struct CrossEntropyResult {
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& targets,
                                          double smoothing, int32_t ignore_index);
 // dlogits = g / count * (softmax(logits) - ((1 - eps) * onehot(t) + eps / V)), 0 on ignored rows.
-Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
-                              double smoothing, int32_t ignore_index, int64_t count, double g);
-// The same, written over `logits` (contiguous): no second [N, V] buffer.
-void cross_entropy_backward_(Tensor& logits, const Tensor& targets, const Tensor& lse, double smoothing,
-                             int32_t ignore_index, int64_t count, double g);
+// With beta 0, dlogits.out may be `logits` itself (each element is read before it is written):
+// no second [N, V] buffer.
+void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                            double smoothing, int32_t ignore_index, int64_t count, double g,
+                            const GradOut& dlogits);
 
 // ------------------------------------------------------------------ indexing (index.cpp)
 
 // table [V, D], ids i32 of any shape S -> [S..., D].
 Tensor index_select(const Tensor& table, const Tensor& ids);
-// table_grad[ids[i]] += src[i] for each id (rows equal to skip_id are skipped; -1 = none).
-void index_add_(Tensor& table_grad, const Tensor& ids, const Tensor& src, int32_t skip_id = -1);
+// The gradient of index_select: dtable[ids[i]] += dy[i] for each id, rows of other ids 0
+// (ids equal to skip_id are skipped; -1 = none).
+void index_select_backward(const Tensor& ids, const Tensor& dy, const GradOut& dtable,
+                           int32_t skip_id = -1);
 // x [..., V], idx i32 [...] -> x[..., idx] (picks one entry per row of the last axis).
 Tensor gather_last(const Tensor& x, const Tensor& idx);
 
@@ -128,12 +159,12 @@ struct LayerNormResult {
 };
 LayerNormResult layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    double eps);
-// xhat = (x - mean) * rstd; dgamma += sum(dy * xhat); dbeta += sum(dy);
+// xhat = (x - mean) * rstd; dgamma = sum(dy * xhat); dbeta = sum(dy);
 // dx = rstd * (dy*gamma - mean(dy*gamma) - xhat * mean(dy*gamma * xhat)).
-// Any of dx, dgamma, dbeta may be null (not wanted); dgamma and dbeta accumulate.
+// Any of dx, dgamma, dbeta may be undefined (not wanted).
 void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& gamma, Tensor* dx, Tensor* dgamma,
-                         Tensor* dbeta);
+                         const Tensor& rstd, const Tensor& gamma, const GradOut& dx,
+                         const GradOut& dgamma, const GradOut& dbeta);
 
 // ------------------------------------------------------------------ inline helpers
 

@@ -43,4 +43,12 @@ void save_safetensors(const std::string& path,
 SafeTensors parse_safetensors(std::string_view bytes, const std::string& name_for_errors);
 SafeTensors load_safetensors(const std::string& path);
 
+// Numbers in metadata, whose values are strings: the value of `key`, which must be an integer
+// (metadata_int) or a decimal number, "nan" and "inf" included (metadata_double), in full.
+// Errors name `file` (usually the path), the key and the value.
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& key,
+                     const std::string& file);
+double metadata_double(const std::map<std::string, std::string>& metadata, const std::string& key,
+                       const std::string& file);
+
 }  // namespace rosetta

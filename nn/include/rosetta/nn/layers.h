@@ -21,10 +21,10 @@ struct LinearOptions {
 };
 
 // y = x W^T + b; weight [out, in] (Xavier uniform), bias [out] (zeros).
-class Linear : public Module {
+class Linear : public UnaryModule {
  public:
   Linear(const LinearOptions& options, Generator& gen);
-  Var forward(const Var& x) const { return linear(x, weight, bias); }
+  Var forward(const Var& x) const override { return linear(x, weight, bias); }
   Var weight;  // [out, in]
   Var bias;    // [out], undefined without bias
   const LinearOptions options;
@@ -61,10 +61,10 @@ class SinusoidalPositionalEncoding : public Module {
 };
 
 // Inverted dropout driven by a shared generator; identity in eval mode.
-class Dropout : public Module {
+class Dropout : public UnaryModule {
  public:
   Dropout(double p, std::shared_ptr<Generator> gen);
-  Var forward(const Var& x) const { return dropout(x, p_, *gen_, is_training()); }
+  Var forward(const Var& x) const override { return dropout(x, p_, *gen_, is_training()); }
   double p() const { return p_; }
   Generator& generator() const { return *gen_; }
 
@@ -74,10 +74,10 @@ class Dropout : public Module {
 };
 
 // Over the last axis: weight [D] (ones), bias [D] (zeros).
-class LayerNorm : public Module {
+class LayerNorm : public UnaryModule {
  public:
   explicit LayerNorm(int64_t dim, double eps = 1e-5);
-  Var forward(const Var& x) const { return layer_norm(x, weight, bias, eps_); }
+  Var forward(const Var& x) const override { return layer_norm(x, weight, bias, eps_); }
   Var weight, bias;
 
  private:
@@ -88,12 +88,23 @@ enum class Activation { relu, gelu };
 Activation parse_activation(const std::string& name);  // "relu" | "gelu"
 const char* activation_name(Activation a);
 
+// The activations as modules without parameters, for Sequential.
+class ReLU : public UnaryModule {
+ public:
+  Var forward(const Var& x) const override { return relu(x); }
+};
+
+class GELU : public UnaryModule {  // exact (erf) form
+ public:
+  Var forward(const Var& x) const override { return gelu(x); }
+};
+
 // x [B, T, D] -> linear2(dropout(act(linear1(x)))), with linear1: D -> F, linear2: F -> D.
-class FeedForward : public Module {
+class FeedForward : public UnaryModule {
  public:
   FeedForward(int64_t dim, int64_t ff_dim, Activation act, double dropout,
               std::shared_ptr<Generator> dropout_gen, Generator& init_gen);
-  Var forward(const Var& x) const;
+  Var forward(const Var& x) const override;
   std::shared_ptr<Linear> linear1, linear2;
 
  private:

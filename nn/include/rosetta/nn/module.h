@@ -89,4 +89,12 @@ class Module {
   bool training_ = true;
 };
 
+// A module of one input and one output, y = forward(x): what Sequential chains. Linear,
+// LayerNorm, Dropout, FeedForward, ReLU and GELU are ones. Modules of other signatures
+// (attention, the Transformer) derive from Module and declare the forward they need.
+class UnaryModule : public Module {
+ public:
+  virtual Var forward(const Var& x) const = 0;
+};
+
 }  // namespace rosetta::nn

@@ -1,7 +1,8 @@
-// The nn layer: Module, layers, attention, the Transformer.
+// The nn layer: Module and its containers, layers, attention, the Transformer.
 #pragma once
 
 #include "rosetta/nn/attention.h"
+#include "rosetta/nn/containers.h"
 #include "rosetta/nn/layers.h"
 #include "rosetta/nn/module.h"
 #include "rosetta/nn/search.h"

@@ -8,14 +8,30 @@
 // Both stacks end with a final LayerNorm, as torch.nn.Transformer's do.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "rosetta/nn/attention.h"
+#include "rosetta/nn/containers.h"
 
 namespace rosetta::nn {
+
+// One option of TransformerOptions, as its metadata, validation and a command line see it.
+struct OptionField {
+  enum Check {
+    none,
+    positive,
+    probability,             // in [0, 1)
+    probability_or_dropout,  // < 1; negative: unset, i.e. the same as dropout
+  };
+  const char* key;          // metadata "model.<key>"; a command line's --<key, '_' as '-'>
+  const char* description;  // for a command line's help
+  Check check = none;
+  std::vector<std::string> choices = {};  // the values a string option may take
+};
 
 struct TransformerOptions {
   ROSETTA_ARG(int64_t, src_vocab) = 8000;
@@ -28,8 +44,8 @@ struct TransformerOptions {
   ROSETTA_ARG(double, dropout) = 0.1;             // residual and embedding dropout
   ROSETTA_ARG(double, attention_dropout) = -1;    // on attention probabilities; < 0: dropout
   ROSETTA_ARG(double, activation_dropout) = -1;   // after the feed-forward activation; < 0: dropout
-  ROSETTA_ARG(std::string, activation) = "relu";  // relu | gelu
   ROSETTA_ARG(bool, norm_first) = true;           // pre-norm; false = post-norm
+  ROSETTA_ARG(std::string, activation) = "relu";  // relu | gelu
   ROSETTA_ARG(bool, share_embeddings) = false;    // one table for source and target
   ROSETTA_ARG(bool, tie_output) = false;          // output projection = target embedding
   ROSETTA_ARG(int64_t, max_len) = 1024;           // longest sequence (positional table)
@@ -37,8 +53,38 @@ struct TransformerOptions {
   ROSETTA_ARG(double, layer_norm_eps) = 1e-5;
 
  public:
-  // Throws a clear error for any invalid combination (e.g. d_model not divisible by heads).
-  void validate() const;
+  // Calls f(field, OptionField) for every option above, in this order: the one list that
+  // validate(), the metadata round trip and `rosetta train`'s flags and TOML keys are written
+  // from. Self is TransformerOptions or const TransformerOptions.
+  template <class Self, class F>
+  static void for_each_field(Self& o, F&& f) {
+    using C = OptionField;
+    f(o.src_vocab_, C{"src_vocab", "source vocabulary size", C::positive});
+    f(o.tgt_vocab_, C{"tgt_vocab", "target vocabulary size", C::positive});
+    f(o.d_model_, C{"d_model", "model width", C::positive});
+    f(o.heads_, C{"heads", "attention heads", C::positive});
+    f(o.ff_, C{"ff", "feed-forward width", C::positive});
+    f(o.encoder_layers_, C{"encoder_layers", "encoder layers", C::positive});
+    f(o.decoder_layers_, C{"decoder_layers", "decoder layers", C::positive});
+    f(o.dropout_, C{"dropout", "dropout probability (residual connections and embeddings)", C::probability});
+    f(o.attention_dropout_,
+      C{"attention_dropout", "dropout on attention probabilities (< 0: dropout)", C::probability_or_dropout});
+    f(o.activation_dropout_, C{"activation_dropout", "dropout after the feed-forward activation (< 0: dropout)",
+                               C::probability_or_dropout});
+    f(o.norm_first_, C{"norm_first", "pre-norm (true) or post-norm, as the paper (false)"});
+    f(o.activation_, C{"activation", "relu or gelu", C::none, {"relu", "gelu"}});
+    f(o.share_embeddings_,
+      C{"share_embeddings", "one embedding table for source and target (needs equal vocabularies)"});
+    f(o.tie_output_, C{"tie_output", "output projection = target embedding"});
+    f(o.max_len_, C{"max_len", "longest sequence the model accepts", C::positive});
+    f(o.pad_id_, C{"pad_id", "id of the padding token"});
+    f(o.layer_norm_eps_, C{"layer_norm_eps", "epsilon of the layer norms", C::positive});
+  }
+
+  // Throws a clear error for any invalid combination (e.g. d_model not divisible by heads),
+  // naming options "model option d_model"; `name`, if given, names them instead (a command
+  // line: "--d-model").
+  void validate(const std::function<std::string(const std::string& key)>& name = {}) const;
   // The dropout probabilities the layers use: attention_dropout / activation_dropout, or
   // dropout when those are unset (negative).
   double attention_dropout_p() const {
@@ -47,8 +93,8 @@ struct TransformerOptions {
   double activation_dropout_p() const {
     return activation_dropout() < 0 ? dropout() : activation_dropout();
   }
-  // Round trip through string metadata (checkpoint headers). attention_dropout and
-  // activation_dropout are written resolved (the _p values); metadata without them (older
+  // Round trip through string metadata (checkpoint headers), "model.<key>". attention_dropout
+  // and activation_dropout are written resolved (the _p values); metadata without them (older
   // checkpoints) leaves them unset.
   std::map<std::string, std::string> to_metadata() const;
   static TransformerOptions from_metadata(const std::map<std::string, std::string>& meta);
@@ -103,7 +149,7 @@ class Encoder : public Module {
  public:
   Encoder(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen, Generator& init_gen);
   Var forward(const Var& x, const Tensor& mask) const;
-  std::vector<std::shared_ptr<EncoderLayer>> layers;
+  std::shared_ptr<ModuleListOf<EncoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };
 
@@ -112,7 +158,7 @@ class Decoder : public Module {
   Decoder(const TransformerOptions& o, std::shared_ptr<Generator> dropout_gen, Generator& init_gen);
   Var forward(const Var& x, const Var& memory, const Tensor& self_mask, const Tensor& cross_mask,
               Tensor* last_cross_weights = nullptr) const;
-  std::vector<std::shared_ptr<DecoderLayer>> layers;
+  std::shared_ptr<ModuleListOf<DecoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
 };
 

@@ -7,6 +7,7 @@
 // rosetta average, averaged.safetensors. All weights-only files share best.safetensors' format.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,14 +73,19 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
                        const RunPaths& run, std::string_view src_bytes, std::string_view tgt_bytes);
 
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
-// tokens; returns the hypotheses in input order. Sources longer than the model's maximum length
-// are cut to it and counted in *truncated. A line the codec rejects throws "line N: ...".
+// tokens and kMaxBatchRows sentences; returns the hypotheses in input order. Sources longer
+// than the model's maximum length are cut to it and counted in *truncated. A line the codec
+// rejects throws "line N: ...". `check_batch`, when given, sees every batch's size (rows,
+// source length) before any is decoded, and may throw to refuse the job (apps check memory).
+inline constexpr int64_t kMaxBatchRows = 256;
+using BatchCheck = std::function<void(int64_t rows, int64_t src_len)>;
 std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
                                                          const nn::SearchOptions& options,
                                                          int64_t batch_tokens,
-                                                         int64_t* truncated = nullptr);
+                                                         int64_t* truncated = nullptr,
+                                                         const BatchCheck& check_batch = {});
 
 struct Translator {
   std::unique_ptr<nn::Transformer> model;
@@ -94,12 +100,15 @@ struct Translator {
   //   "ema"       DIR/ema.safetensors (written by rosetta train --ema)
   // Throws with a clear message when DIR holds no such file.
   static Translator load(const std::string& dir, const std::string& which = "best");
+  // The file load() reads; throws as load() does.
+  static std::string weights_file(const std::string& dir, const std::string& which = "best");
 
   std::vector<std::vector<nn::Hypothesis>> translate(const std::vector<std::string>& lines,
                                                      const nn::SearchOptions& options,
                                                      int64_t batch_tokens,
-                                                     int64_t* truncated = nullptr) const {
-    return translate_lines(*model, codec, lines, options, batch_tokens, truncated);
+                                                     int64_t* truncated = nullptr,
+                                                     const BatchCheck& check_batch = {}) const {
+    return translate_lines(*model, codec, lines, options, batch_tokens, truncated, check_batch);
   }
 };
 

@@ -1,0 +1,352 @@
+#include "resources.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+#include "rosetta/core/check.h"
+#include "train_layer.h"
+
+namespace rosetta::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kFloat = 4;  // bytes
+
+// The first word of a file as a number (memory.max, memory.current), if it is one.
+std::optional<double> read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word)) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(word.c_str(), &end);
+  if (end == word.c_str() || *end) return std::nullopt;
+  return v;
+}
+
+// The number after `key` on a line "key value" (memory.stat) or "key: value kB" (meminfo).
+std::optional<double> read_field(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string k, unit;
+    double v = 0;
+    if (!(words >> k >> v) || (k != key && k != key + ":")) continue;
+    return words >> unit && unit == "kB" ? v * 1024 : v;
+  }
+  return std::nullopt;
+}
+
+struct Cgroup {
+  bool v2;
+  std::string dir, base;  // the process's cgroup directory, and its hierarchy's mount point
+};
+
+// The directories of the process's memory cgroups: v2 (the "0::PATH" line of
+// /proc/self/cgroup) and v1 (the line listing the memory controller), under the mount points
+// /proc/self/mountinfo gives for them.
+std::vector<Cgroup> memory_cgroups(const std::string& root) {
+  std::vector<Cgroup> out;
+  std::ifstream groups(root + "/proc/self/cgroup");
+  for (std::string line; std::getline(groups, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    const std::string path = line.substr(b + 1);
+    const bool v2 = line.substr(0, a) == "0" && controllers == ",,";
+    if (!v2 && controllers.find(",memory,") == std::string::npos) continue;
+    // mountinfo: ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS ... - FSTYPE SOURCE SUPER_OPTIONS
+    std::ifstream mounts(root + "/proc/self/mountinfo");
+    for (std::string m; std::getline(mounts, m);) {
+      std::istringstream words(m);
+      std::string id, parent, dev, mount_root, point, w, fstype, source, super;
+      words >> id >> parent >> dev >> mount_root >> point;
+      while (words >> w && w != "-") {}
+      words >> fstype >> source >> super;
+      const bool match = v2 ? fstype == "cgroup2"
+                            : fstype == "cgroup" && ("," + super + ",").find(",memory,") != std::string::npos;
+      if (!match || path.rfind(mount_root, 0) != 0) continue;
+      const std::string rel = mount_root == "/" ? path : path.substr(mount_root.size());
+      out.push_back({v2, root + point + rel, root + point});
+      break;
+    }
+  }
+  return out;
+}
+
+// The tightest limit along `g` and its ancestors, less the working set there.
+std::optional<AvailableMemory> cgroup_available(const Cgroup& g) {
+  std::optional<AvailableMemory> best;
+  fs::path dir = fs::path(g.dir).lexically_normal();
+  const fs::path base = fs::path(g.base).lexically_normal();
+  for (;;) {
+    const std::string d = dir.string();
+    const auto limit = read_number(d + (g.v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+    const auto usage = read_number(d + (g.v2 ? "/memory.current" : "/memory.usage_in_bytes"));
+    // v1 writes "no limit" as a huge number (2^63 rounded to pages).
+    if (limit && usage && *limit < std::ldexp(1.0, 60)) {
+      const double inactive = read_field(d + "/memory.stat", g.v2 ? "inactive_file" : "total_inactive_file").value_or(0);
+      const double in_use = std::max(0.0, *usage - inactive);
+      const double left = std::max(0.0, *limit - in_use);
+      if (!best || left < best->bytes) {
+        const std::string name = d.size() > base.string().size() ? d.substr(base.string().size()) : "/";
+        best = AvailableMemory{left, "available (the memory limit of cgroup " + name + ", " + format_size(*limit) +
+                                         ", less " + format_size(in_use) + " in use)"};
+      }
+    }
+    if (dir == base || !dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  return best;
+}
+
+std::string join_parts(const MemoryPlan& plan) {
+  std::string out;
+  for (const auto& [name, bytes] : plan.parts) {
+    if (bytes <= 0) continue;
+    out += (out.empty() ? "" : ", ") + name + " " + format_size(bytes);
+  }
+  return out;
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+double parse_size(const std::string& text, const std::string& flag) {
+  const std::string bad = flag + " '" + text + "' is not a memory size (e.g. 2G, 512M, 1.5GiB; K, M, G, T are powers of 1024)";
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL(bad);
+  }
+  std::string unit;
+  for (char ch : text.substr(used)) unit += char(std::tolower(static_cast<unsigned char>(ch)));
+  if (unit.size() >= 2 && unit.compare(unit.size() - 2, 2, "ib") == 0) unit.resize(unit.size() - 2);
+  else if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  const std::string units = "kmgt";
+  const size_t power = unit.empty() ? 0 : unit.size() == 1 ? units.find(unit[0]) + 1 : 0;
+  ROSETTA_CHECK(std::isfinite(v) && v > 0 && (unit.empty() || power > 0), bad);
+  return std::ldexp(v, int(10 * power));
+}
+
+std::string format_size(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::ostringstream os;
+  os.precision(u ? 1 : 0);
+  os << std::fixed << bytes << " " << units[u];
+  return os.str();
+}
+
+std::optional<AvailableMemory> detect_available_memory(const std::string& root) {
+  std::optional<AvailableMemory> best;
+  if (const auto v = read_field(root + "/proc/meminfo", "MemAvailable"))
+    best = AvailableMemory{*v, "available (MemAvailable in /proc/meminfo)"};
+  for (const Cgroup& g : memory_cgroups(root))
+    if (const auto c = cgroup_available(g); c && (!best || c->bytes < best->bytes)) best = c;
+  return best;
+}
+
+double MemoryPlan::total() const {
+  double t = 0;
+  for (const auto& part : parts) t += part.second;
+  return t;
+}
+
+MemoryBudget::MemoryBudget(const std::string& memory_limit) {
+  from_flag_ = !memory_limit.empty();
+  if (memory_limit.empty()) available_ = detect_available_memory();
+  else available_ = AvailableMemory{parse_size(memory_limit, "--memory-limit"), "of --memory-limit " + memory_limit};
+}
+
+void MemoryBudget::check(const MemoryPlan& plan) const {
+  if (!available_ || plan.total() <= available_->bytes) return;
+  ROSETTA_FAIL(plan.what, " needs about ", format_size(plan.total()), " (", join_parts(plan), "), more than the ",
+               format_size(available_->bytes), " ", available_->source, "; ", plan.drivers,
+               from_flag_ ? "" : "; give --memory-limit SIZE to override the figure detected");
+}
+
+// ---------------------------------------------------------------- estimates
+
+int64_t parameter_count(const nn::TransformerOptions& o) {
+  const int64_t D = o.d_model(), F = o.ff();
+  const int64_t attention = 4 * (D * D + D);  // q, k, v and output projections, with biases
+  const int64_t feed_forward = 2 * D * F + F + D;
+  const int64_t norm = 2 * D;
+  const int64_t encoder = o.encoder_layers() * (attention + feed_forward + 2 * norm) + norm;
+  const int64_t decoder = o.decoder_layers() * (2 * attention + feed_forward + 3 * norm) + norm;
+  const int64_t embeddings = (o.share_embeddings() ? o.src_vocab() : o.src_vocab() + o.tgt_vocab()) * D;
+  const int64_t output = (o.tie_output() ? 0 : D * o.tgt_vocab()) + o.tgt_vocab();  // bias either way
+  return encoder + decoder + embeddings + output;
+}
+
+// Floats kept per token position of the batch, with D model width, F feed-forward width, H heads,
+// L sequence length, V target vocabulary, Le/Ld encoder/decoder layers:
+//   D (8 + 8 Le + 12 Ld) + F (2 Le + 2 Ld) + 2 H L (Le + 2 Ld) + 16 (Le + Ld) + 1.1 V
+// (relu; gelu: 3 F), i.e. per layer the tensors autograd saves for backward (layer-norm
+// outputs, q, k, v, the attention probabilities, before and after dropout, per attention block:
+// one in an encoder layer, two in a decoder layer; the feed-forward hidden layer; per-position
+// statistics) and, once, the logits (their gradient is computed in place) and the gradients
+// live at the peak of the backward pass.
+// The coefficients were fitted to the allocator's peak over a forward and backward pass of
+// the whole batch (what `rosetta train` logs as "largest batch's activations") on 29 shapes,
+// D 64-1024, F 256-2048, H 4-8, L 32-256, V 100-16000, 1-3 layers, relu and gelu, and rounded
+// up: the estimate is 1.0-1.25x the measured peak on all of them (e.g. the default translator
+// on 9 sentences of 256 tokens: 337 MiB estimated, 333 MiB measured). Real sentences, shorter
+// than --max-len, hold less: the default translator's largest batch of data/de-en/train.tsv
+// measured 225-235 MiB, where the plan (for 2,500 tokens of 256-token sequences) says 365 MiB.
+double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_tokens) {
+  const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads());
+  const double Le = double(o.encoder_layers()), Ld = double(o.decoder_layers()), V = double(o.tgt_vocab());
+  const double L = double(std::min<int64_t>(o.max_len(), max_tokens));
+  const double ff = o.activation() == "gelu" ? 3 : 2;
+  const double per_token =
+      D * (8 + 8 * Le + 12 * Ld) + F * ff * (Le + Ld) + 2 * H * L * (Le + 2 * Ld) + 16 * (Le + Ld) + 1.1 * V;
+  return kFloat * double(max_tokens) * per_token;
+}
+
+// Against a whole run: the default translator on data/de-en (20 updates and a validation)
+// peaked at 501 MiB resident on 1 thread and 660 MiB on 2 (2 replicas), where the plan says
+// 536 and 555 MiB; the rest is the allocator's cache of blocks of other sizes, the runtime and
+// the corpus.
+MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
+  const int64_t vocab = c.task == "copy" ? c.copy_symbols + 4 : c.vocab_size;
+  const nn::TransformerOptions o = c.model_options(vocab, vocab);
+  const double weights = kFloat * double(parameter_count(o));
+  const double optimizer_tensors = c.optimizer == "sgd" ? (c.momentum > 0 ? 1 : 0) : 2;
+  const double ema = c.ema > 0 ? weights : 0;
+  MemoryPlan plan;
+  plan.what = ranks > 1 ? "this run (" + std::to_string(ranks) + " ranks on this machine)" : "this run";
+  plan.parts = {{"weights", weights + kFloat * double(c.model.max_len() * c.model.d_model())},  // + the positional table
+                {"gradients", weights},
+                {"optimizer state", optimizer_tensors * weights},
+                {"EMA", ema},
+                {"replicas' gradients", double(replicas - 1) * weights},
+                {"largest batch's activations", training_activation_bytes(o, c.max_tokens)},
+                // serialized whole before it is written (core/safetensors), while the freed
+                // activations stay in the allocator's cache
+                {"checkpoint being written", (1 + optimizer_tensors) * weights + ema}};
+  for (auto& part : plan.parts) part.second *= ranks;
+  std::ostringstream d;
+  d << "the sizes follow --d-model " << c.model.d_model() << " --ff " << c.model.ff() << " --heads " << c.model.heads() << " --encoder-layers "
+    << c.model.encoder_layers() << " --decoder-layers " << c.model.decoder_layers()
+    << (c.task == "copy" ? " --copy-symbols " + std::to_string(c.copy_symbols)
+                         : " --vocab-size " + std::to_string(c.vocab_size))
+    << " --max-tokens " << c.max_tokens << " --max-len " << c.model.max_len() << " --optimizer " << c.optimizer;
+  if (c.ema > 0) d << " --ema " << number(c.ema);
+  if (replicas > 1) d << " --replicas " << replicas;
+  d << ": choose smaller values";
+  plan.drivers = d.str();
+  return plan;
+}
+
+MemoryPlan loading_plan(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  const double file_bytes = ec ? 0.0 : double(size);  // one that cannot be read fails when it is read
+  MemoryPlan plan;
+  plan.what = "loading " + path;
+  // The file is read whole, then parsed into tensors: both at once.
+  plan.parts = {{"the file", file_bytes}, {"its tensors", file_bytes}};
+  plan.drivers = path + " is " + format_size(file_bytes) + " on disk";
+  return plan;
+}
+
+// Decoding keeps, per decoder layer, the keys and values of every beam's target positions
+// ([rows x beam, T, D] each, T the target length limit) and of its source ([rows x beam, S, D]
+// each); following the beams copies them one at a time. A step's logits and their log-softmax
+// are [rows x beam, V]. Encoding the batch comes first, without gradients; its blocks stay in
+// the allocator's cache. On 7 shapes, 1.2-1.8x the allocator's measured peak; against a whole
+// run, translating 1,024 lines of data/de-en/train.tsv with --batch-tokens 16777216 (256
+// sentences of up to 60 tokens, beam 4) peaked at 1.29 GiB resident, where the plan says 1.1 GiB.
+MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t src_len,
+                         const nn::SearchOptions& search, int64_t batch_tokens) {
+  const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads()), V = double(o.tgt_vocab());
+  const double S = double(src_len), R = double(rows * search.beam());
+  const double T = double(std::min<int64_t>(int64_t(search.max_len_a() * S) + search.max_len_b(), o.max_len() - 1) + 1);
+  const double caches = kFloat * 2 * double(o.decoder_layers()) * R * (T + S) * D;
+  MemoryPlan plan;
+  plan.what = "translating the largest batch";
+  plan.parts = {{"weights", kFloat * (double(parameter_count(o)) + double(o.max_len()) * D)},
+                {"encoder", kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
+                {"beams' keys and values", caches + kFloat * R * std::max(T, S) * D},
+                {"a step", kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
+  std::ostringstream d;
+  d << "the sizes follow --batch-tokens " << batch_tokens << " (" << rows << " sentences of up to " << src_len
+    << " tokens; " << kMaxBatchRows << " at most) --beam " << search.beam() << " --max-len-a " << number(search.max_len_a())
+    << " --max-len-b " << search.max_len_b() << " and the model (d_model " << o.d_model() << ", decoder layers "
+    << o.decoder_layers() << ", vocabulary " << o.tgt_vocab()
+    << "): choose a smaller --batch-tokens or --beam";
+  plan.drivers = d.str();
+  return plan;
+}
+
+// ---------------------------------------------------------------- disk
+
+namespace {
+
+// train.step from the header of the checkpoint at `path` (read alone: 8 bytes of length, then
+// the JSON header), if it can be read.
+std::optional<std::string> saved_step(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) return std::nullopt;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | len[i];
+  if (n > (uint64_t(1) << 27)) return std::nullopt;
+  std::string header(n, '\0');
+  if (!in.read(header.data(), std::streamsize(n))) return std::nullopt;
+  const auto j = nlohmann::json::parse(header, nullptr, false);
+  const auto step = j.is_object() && j.contains("__metadata__") ? j["__metadata__"].value("train.step", "") : "";
+  return step.empty() ? std::nullopt : std::optional<std::string>(step);
+}
+
+}  // namespace
+
+std::function<void(int64_t, int64_t)> decoding_check(const MemoryBudget& budget,
+                                                      const nn::TransformerOptions& model_options,
+                                                      const nn::SearchOptions& search, int64_t batch_tokens) {
+  return [&budget, model_options, search, batch_tokens](int64_t rows, int64_t src_len) {
+    budget.check(decoding_plan(model_options, rows, src_len, search, batch_tokens));
+  };
+}
+
+void keeping_last_checkpoint(const std::string& checkpoint, const std::function<void()>& write) {
+  auto fail = [&](const std::string& what) {
+    if (!fs::exists(checkpoint)) ROSETTA_FAIL(what, "; no checkpoint was written before this one");
+    const auto step = saved_step(checkpoint);
+    ROSETTA_FAIL(what, "; the last checkpoint ", checkpoint, step ? " (step " + *step + ")" : "",
+                 " is intact: make room, then continue with rosetta train --resume ",
+                 fs::path(checkpoint).parent_path().string());
+  };
+  try {
+    write();
+  } catch (const Error& e) {
+    fail(e.what());
+  } catch (const std::bad_alloc& e) {  // the file is serialized whole before it is written
+    fail(error_message(e));
+  }
+}
+
+}  // namespace rosetta::cli
