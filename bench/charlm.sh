@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Trains the byte-level language model of examples/charlm with rosetta's bare loop and with its
-# LibTorch twin (bench/charlm_torch.cpp, Debian's libtorch-dev), side by side, and prints a
-# table of training tokens/s: the median over rounds, and the ratio ours / LibTorch.
+# Trains the byte-level language model of examples/charlm three ways, side by side: with
+# rosetta::train (thread replicas, one per thread), with rosetta in a bare loop (forward,
+# backward, step), and with its LibTorch twin (bench/charlm_torch.cpp, Debian's libtorch-dev);
+# prints a table of training tokens/s: the median over rounds, and the ratios to LibTorch.
 #
 #   bench/charlm.sh [--threads "1 2"] [--steps 30] [--rounds 5] [--text FILE]
 #
 # Builds what is missing: rosetta in BUILD_DIR (default `build`), installed into
 # BUILD_DIR/charlm/prefix, the example against that install (as a user would), and the twin.
-# Every round runs both programs at every thread count, alternating which goes first, so a
-# drift in machine speed (other jobs on the cores) hits both sides. Without libtorch-dev it
+# Every round runs the three at every thread count, rotating which goes first, so a drift in
+# machine speed (other jobs on the cores) hits every side. Without libtorch-dev it
 # says so and exits 0.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,18 +49,23 @@ ours=$work/example/charlm
 torch=$work/torch/charlm_torch
 results=$(mktemp)
 trap 'rm -f "$log" "$results"' EXIT
-# measure NAME EXE THREADS: appends "NAME THREADS tokens/s" to the results.
+# measure NAME THREADS: appends "NAME THREADS tokens/s" to the results.
 measure() {
-  local out
-  out=$("$2" "$text" --steps "$steps" --threads "$3") || { echo "$out" >&2; echo "charlm: $2 failed" >&2; exit 1; }
-  echo "$1 $3 $(echo "$out" | sed -n 's/^tokens\/s //p')" >>"$results"
+  local out cmd
+  case "$1" in
+    train) cmd=("$ours" "$text" --loop train) ;;
+    bare) cmd=("$ours" "$text" --loop bare) ;;
+    torch) cmd=("$torch" "$text") ;;
+  esac
+  out=$("${cmd[@]}" --steps "$steps" --threads "$2") || { echo "$out" >&2; echo "charlm: ${cmd[*]} failed" >&2; exit 1; }
+  echo "$1 $2 $(echo "$out" | sed -n 's/^tokens\/s //p')" >>"$results"
   # rosetta's first line ends with the OpenBLAS kernel set
-  [ "$1" != ours ] || blas=$(echo "$out" | sed -n '1s/.*threads, //p')
+  [ "$1" = torch ] || blas=$(echo "$out" | sed -n '1s/.*threads, //p')
 }
+sides=(train bare torch)
 for r in $(seq "$rounds"); do
   for t in $threads; do
-    if [ $((r % 2)) -eq 1 ]; then measure ours "$ours" "$t"; measure torch "$torch" "$t"
-    else measure torch "$torch" "$t"; measure ours "$ours" "$t"; fi
+    for i in 0 1 2; do measure "${sides[(r + i) % 3]}" "$t"; done
   done
 done
 
@@ -73,14 +79,17 @@ for line in open(path):
     runs.setdefault((name, int(threads)), []).append(float(tps))
 print(f"CPU: {cpu}; OpenBLAS core: {blas}; {rounds} alternating rounds of {steps} steps "
       "(the first 2 untimed), median tokens/s")
-# "paired" is the median of the rounds' own ratios: the two runs of a round are back to back,
-# so it is the steadier figure when other jobs come and go on the cores.
-print("| threads | rosetta tok/s | LibTorch tok/s | ratio | paired ratio | rosetta runs | LibTorch runs |")
-print("|---|---|---|---|---|---|---|")
+# "paired" is the median of the rounds' own ratios: the runs of a round are back to back, so it
+# is the steadier figure when other jobs come and go on the cores.
+print("| threads | rosetta::train tok/s | bare loop tok/s | LibTorch tok/s | train / LibTorch (paired) | bare / LibTorch (paired) |")
+print("|---|---|---|---|---|---|")
 for t in sorted({t for _, t in runs}):
-    a, b = runs[("ours", t)], runs[("torch", t)]
-    ma, mb = statistics.median(a), statistics.median(b)
-    paired = statistics.median(x / y for x, y in zip(a, b))
-    fmt = lambda v: " ".join(f"{x:.0f}" for x in v)
-    print(f"| {t} | {ma:,.0f} | {mb:,.0f} | {ma / mb:.2f}x | {paired:.2f}x | {fmt(a)} | {fmt(b)} |")
+    a, b, c = runs[("train", t)], runs[("bare", t)], runs[("torch", t)]
+    ma, mb, mc = (statistics.median(v) for v in (a, b, c))
+    pa = statistics.median(x / y for x, y in zip(a, c))
+    pb = statistics.median(x / y for x, y in zip(b, c))
+    print(f"| {t} | {ma:,.0f} | {mb:,.0f} | {mc:,.0f} | {ma / mc:.2f}x ({pa:.2f}x) | {mb / mc:.2f}x ({pb:.2f}x) |")
+for name in ("train", "bare", "torch"):
+    for t in sorted({t for _, t in runs}):
+        print(f"{name} at {t} thread(s), every round: " + " ".join(f"{x:.0f}" for x in runs[(name, t)]))
 PY

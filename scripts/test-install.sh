@@ -5,7 +5,8 @@
 # alone, as a user of the installed package would. Fails on any error.
 #
 # Examples run without arguments, except `translate`: it gets a tiny run directory trained
-# here by the installed `rosetta train` on a toy corpus, and sentences to translate.
+# here by the installed `rosetta train` on a toy corpus, and sentences to translate. `charlm`
+# is also stopped and resumed on two thread replicas: its weights must equal a straight run's.
 #
 #   bash scripts/test-install.sh [BUILD_DIR]     # relative paths are relative to the repo root
 #
@@ -104,6 +105,19 @@ run_translate() {
   [[ $stdin == "$got" ]] || fail "translate printed '$stdin' from stdin, '$got' from arguments"
 }
 
+# check_charlm_resume EXE: 6 updates straight, and 3 + save + resume + 3, on 2 thread
+# replicas, end with the same weights (the checksum charlm prints).
+check_charlm_resume() {
+  local exe=$1 straight resumed args=(--threads 2 --replicas 2 --batch 8)
+  straight=$("$exe" --steps 6 "${args[@]}" | sed -n 's/^weights //p') || fail "charlm exited with status $?"
+  "$exe" --steps 3 "${args[@]}" --save "$work/charlm.safetensors" >/dev/null || fail "charlm --save failed"
+  resumed=$("$exe" --steps 6 "${args[@]}" --resume "$work/charlm.safetensors" | sed -n 's/^weights //p') ||
+    fail "charlm --resume exited with status $?"
+  [[ -n $straight && $straight == "$resumed" ]] ||
+    fail "charlm: stopped and resumed, the weights are $resumed, straight through $straight"
+  echo "  charlm stopped at 3 and resumed: weights $resumed, as straight through"
+}
+
 if [[ -x $prefix/bin/rosetta ]]; then
   make_toy_run
   echo "test-install: trained a toy run with the installed rosetta"
@@ -128,6 +142,7 @@ for dir in "$root"/examples/*/; do
   if [[ $name != translate ]]; then
     echo "test-install: running $name"
     (cd "$out" && "$exe") || fail "$name exited with status $?"
+    [[ $name != charlm ]] || check_charlm_resume "$exe"
   elif [[ -d $toy_run ]]; then
     echo "test-install: running translate on the toy run"
     (cd "$out" && run_translate "$exe")

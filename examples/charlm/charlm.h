@@ -65,10 +65,9 @@ class CharLM : public nn::Module {
         embed(register_module("embed", std::make_shared<nn::Embedding>(
                                            nn::EmbeddingOptions(o.vocab(), o.dim()).init_std(0.02),
                                            gen))),
-        pos(register_parameter("pos", gen.normal({o.context(), o.dim()}, 0.0, 0.02))) {
-    for (int64_t i = 0; i < o.layers(); ++i)
-      blocks.push_back(
-          register_module("block" + std::to_string(i), std::make_shared<Block>(o, gen)));
+        pos(register_parameter("pos", gen.normal({o.context(), o.dim()}, 0.0, 0.02))),
+        blocks(register_module("blocks", std::make_shared<nn::ModuleListOf<Block>>())) {
+    for (int64_t i = 0; i < o.layers(); ++i) blocks->push_back(std::make_shared<Block>(o, gen));
     ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(o.dim()));
     head = register_module(
         "head", std::make_shared<nn::Linear>(nn::LinearOptions(o.dim(), o.vocab()).bias(false), gen));
@@ -81,14 +80,14 @@ class CharLM : public nn::Module {
                   options.context());
     const Tensor mask = nn::causal_mask(T);
     Var x = embed->forward(ids) + rosetta::narrow(pos, 0, 0, T);
-    for (const auto& block : blocks) x = block->forward(x, mask);
+    for (const auto& block : *blocks) x = block->forward(x, mask);
     return head->forward(ln_f->forward(x));
   }
 
   const CharLMOptions options;
   std::shared_ptr<nn::Embedding> embed;
   Var pos;  // [context, D]
-  std::vector<std::shared_ptr<Block>> blocks;
+  std::shared_ptr<nn::ModuleListOf<Block>> blocks;  // blocks.0.attn.q_proj.weight, ...
   std::shared_ptr<nn::LayerNorm> ln_f;
   std::shared_ptr<nn::Linear> head;
 };

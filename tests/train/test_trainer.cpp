@@ -238,6 +238,35 @@ TEST_CASE("the trainer's loss is the token-weighted mean and its schedule sets t
   REQUIRE_THAT(opt->lr(), Catch::Matchers::WithinRel(schedule->lr(1), 1e-12));
 }
 
+TEST_CASE("evaluate is the eval-mode loss on the replicas and changes nothing", "[train]") {
+  const int n = GENERATE(1, 2);
+  Generator g(12);
+  Mlp model(g, 13);
+  auto opt = adam(model);
+  Trainer trainer(model, *opt, TrainerOptions().replicas(n), [] {
+    Generator other(1);
+    return std::make_unique<Mlp>(other, 2);
+  });
+  const Task t(14, 7);
+  model.eval();
+  const double expected = cross_entropy(model.forward(Var(t.x)), t.y, 0.0, -1).item();
+  model.train();
+  const Tensor before = params_of(*opt);
+  const uint64_t counter = trainer.generators()[0]->counter();
+  std::vector<int> training(size_t(n), -1);  // checked here: Catch's assertions are not for other threads
+  const double got = trainer.evaluate({7}, 7, [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
+    training[size_t(b0 == 0 ? 0 : 1)] = m.is_training();
+    return t.loss(m, b0, b1);
+  });
+  for (int v : training) REQUIRE(v == 0);
+  REQUIRE_THAT(got, Catch::Matchers::WithinRel(expected, 1e-6));
+  REQUIRE(model.is_training());
+  REQUIRE(trainer.generators()[0]->counter() == counter);  // no dropout drawn
+  REQUIRE_THAT(params_of(*opt), AllClose(before, 0, 0));
+  REQUIRE_THAT(opt->flat_grads(), AllClose(Tensor::zeros({opt->numel()}), 0, 0));
+  REQUIRE(trainer.steps() == 0);
+}
+
 TEST_CASE("non-finite updates are skipped, or stop the run, leaving the weights of the last good one", "[train]") {
   Generator g(6);
   Mlp model(g, 1);

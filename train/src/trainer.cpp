@@ -115,6 +115,30 @@ StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens,
   return result;
 }
 
+double Trainer::evaluate(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss) {
+  const bool was_training = model_.is_training();
+  for (int r = 0; r < replicas_.size(); ++r) replicas_.model(r).train(false);
+  const double denominator = double(std::max<int64_t>(total_tokens, 1));
+  double sum = 0;
+  std::exception_ptr error;
+  try {
+    for (size_t b = 0; b < rows.size(); ++b) {
+      std::vector<double> losses(size_t(replicas_.size()), 0.0);
+      replicas_.run(rows[b], [&](int r, int64_t b0, int64_t b1) {
+        const NoGradGuard no_grad;  // per thread
+        const ShardLoss shard = loss(replicas_.model(r), b, b0, b1);
+        losses[size_t(r)] = shard.loss.item() * double(shard.tokens) / denominator;
+      });
+      for (double l : losses) sum += l;
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (int r = 0; r < replicas_.size(); ++r) replicas_.model(r).train(was_training);
+  if (error) std::rethrow_exception(error);
+  return group_.size() > 1 ? group_.sum(sum) : sum;
+}
+
 float Trainer::synchronize() {
   if (group_.size() == 1) return 0;
   for (Generator* g : generators_) g->set_state(g->seed(), group_.max(g->counter()));

@@ -12,6 +12,7 @@
 //       return train::ShardLoss{cross_entropy(replica.forward(x.narrow(0, b0, b1 - b0)), ...), tokens};
 //     });
 //   }
+//   double valid = trainer.evaluate({valid_rows}, valid_tokens, same_kind_of_loss);
 //
 // An update is computed as one process computing the whole batch would, up to the order of
 // float summation: each shard's mean loss is weighted by its share of the update's tokens.
@@ -85,6 +86,12 @@ class Trainer {
   // all ranks are `total_tokens`. Sums the shards' gradients over replicas, batches and ranks,
   // clips, applies the non-finite policy, steps the optimizer and schedule.
   StepResult step(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss);
+
+  // Validation: the mean loss over the tokens of this rank's `rows.size()` batches, whose tokens
+  // over all ranks are `total_tokens`, computed as step() computes it (shards on the replicas,
+  // summed over the ranks) but without gradients, with the model in eval mode (no dropout), and
+  // without changing anything. Call it on every rank of a job.
+  double evaluate(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss);
 
   int64_t steps() const { return steps_; }      // updates made
   int64_t skipped() const { return skipped_; }  // updates skipped for non-finite values
