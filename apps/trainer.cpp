@@ -176,82 +176,12 @@ void truncate_metrics(const RunPaths& run, int64_t step) {
 
 // ------------------------------------------------------------------ validation
 
-struct ValidResult {
-  double loss = kNaN, bleu = kNaN, chrf = kNaN, exact = kNaN;
-  std::vector<std::string> src, ref, hyp;  // the root's first kReportSentences, for the report
-};
+using ValidResult = TranslationScores;
 
-// Strings as one message: each as its byte length, ':', its bytes (any bytes).
-std::string pack(const std::vector<std::string>& strings) {
-  std::string out;
-  for (const std::string& s : strings) out += std::to_string(s.size()) + ":" + s;
-  return out;
-}
-
-std::vector<std::string> unpack(const std::string& packed) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at < packed.size();) {
-    const size_t colon = packed.find(':', at);
-    const size_t n = std::stoull(packed.substr(at, colon - at));
-    out.push_back(packed.substr(colon + 1, n));
-    at = colon + 1 + n;
-  }
-  return out;
-}
-
-// Sharded over the ranks: rank r scores every size-th validation batch and translates every
-// size-th sentence from the r-th. The loss is summed over ranks (so every rank knows it); the
-// translations are gathered on the root, which alone computes BLEU and chrF.
 ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
-  ValidResult r;
-  if (d.valid.empty()) return r;
-  model.eval();
-  NoGradGuard ng;
-  double sums[2] = {0, 0};  // loss x tokens, tokens
-  data::BatchIterator vit(d.valid, data::BatchOptions().max_tokens(size_t(c.max_tokens)).shuffle(false));
-  for (size_t b = 0; b < vit.batches_in_epoch(); ++b) {
-    const data::Batch batch = vit.next();
-    if (int(b % size_t(group.size())) != group.rank()) continue;
-    const Var logits = model.forward(batch.src, batch.tgt_in);
-    const Var loss = cross_entropy(logits, batch.tgt_out, 0.0, data::kPadId);
-    sums[0] += loss.item() * double(batch.tgt_tokens);
-    sums[1] += double(batch.tgt_tokens);
-  }
-  group.sum(sums, 2);
-  r.loss = sums[0] / std::max(sums[1], 1.0);
-  const size_t n = std::min(d.valid_text.size(), size_t(c.valid_bleu_sentences));
-  if (n > 0) {
-    const size_t ranks = size_t(group.size());
-    std::vector<std::string> srcs, mine;
-    for (size_t i = size_t(group.rank()); i < n; i += ranks) srcs.push_back(d.valid_text[i].src);
-    if (!srcs.empty()) {
-      const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
-      const auto out = translate_lines(model, d.codec, srcs, search, c.max_tokens);
-      for (const auto& h : out) mine.push_back(d.codec.decode_target(h[0].tokens));
-    }
-    const std::vector<std::string> parts = group.gather(pack(mine));
-    model.train();
-    if (!group.is_root()) return r;
-    std::vector<std::vector<std::string>> by_rank;
-    for (const std::string& part : parts) by_rank.push_back(unpack(part));
-    std::vector<std::string> refs, hyps;
-    int64_t exact = 0;
-    for (size_t i = 0; i < n; ++i) {
-      hyps.push_back(by_rank[i % ranks][i / ranks]);
-      refs.push_back(d.valid_text[i].tgt);
-      exact += hyps.back() == refs[i];
-    }
-    r.bleu = data::corpus_bleu(hyps, refs).score;
-    r.chrf = data::corpus_chrf(hyps, refs).score;
-    r.exact = double(exact) / double(n);
-    for (size_t i = 0; i < std::min(n, kReportSentences); ++i) {
-      r.src.push_back(d.valid_text[i].src);
-      r.ref.push_back(refs[i]);
-      r.hyp.push_back(hyps[i]);
-    }
-  }
-  model.train();
-  return r;
+  const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
+  return validate_translation(model, d.codec, d.valid, d.valid_text, c.max_tokens, size_t(c.valid_bleu_sentences),
+                              search, kReportSentences, group);
 }
 
 // Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same

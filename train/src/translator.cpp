@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
-#include <optional>
 #include <sstream>
 
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/safetensors.h"
+#include "rosetta/autograd/functions.h"
+#include "rosetta/data/batch.h"
+#include "rosetta/data/metrics.h"
 #include "rosetta/train/checkpoint.h"
 
 namespace rosetta::train {
@@ -245,5 +247,85 @@ Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& s
   model.decode(t, memory, nn::key_padding_mask(s, model.options().pad_id()), &weights);
   return mean(weights.select(0, 0), 0);  // [T, S]
 }
+
+// ------------------------------------------------------------------ validation
+
+namespace {
+
+// Strings as one message: each as its byte length, ':', its bytes (any bytes).
+std::string pack(const std::vector<std::string>& strings) {
+  std::string out;
+  for (const std::string& s : strings) out += std::to_string(s.size()) + ":" + s;
+  return out;
+}
+
+std::vector<std::string> unpack(const std::string& packed) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < packed.size();) {
+    const size_t colon = packed.find(':', at);
+    const size_t n = std::stoull(packed.substr(at, colon - at));
+    out.push_back(packed.substr(colon + 1, n));
+    at = colon + 1 + n;
+  }
+  return out;
+}
+
+}  // namespace
+
+TranslationScores validate_translation(nn::Transformer& model, const Codec& codec,
+                                       const std::vector<data::TokenPair>& pairs,
+                                       const std::vector<data::SentencePair>& text, int64_t max_tokens,
+                                       size_t translate_count, const nn::SearchOptions& search, size_t keep,
+                                       const ProcessGroup& group) {
+  TranslationScores r;
+  if (pairs.empty()) return r;
+  model.eval();
+  NoGradGuard ng;
+  double sums[2] = {0, 0};  // loss x tokens, tokens
+  data::BatchIterator vit(pairs, data::BatchOptions().max_tokens(size_t(max_tokens)).shuffle(false));
+  for (size_t b = 0; b < vit.batches_in_epoch(); ++b) {
+    const data::Batch batch = vit.next();
+    if (int(b % size_t(group.size())) != group.rank()) continue;
+    const Var logits = model.forward(batch.src, batch.tgt_in);
+    const Var loss = cross_entropy(logits, batch.tgt_out, 0.0, data::kPadId);
+    sums[0] += loss.item() * double(batch.tgt_tokens);
+    sums[1] += double(batch.tgt_tokens);
+  }
+  group.sum(sums, 2);
+  r.loss = sums[0] / std::max(sums[1], 1.0);
+  const size_t n = std::min(text.size(), translate_count);
+  if (n > 0) {
+    const size_t ranks = size_t(group.size());
+    std::vector<std::string> srcs, mine;
+    for (size_t i = size_t(group.rank()); i < n; i += ranks) srcs.push_back(text[i].src);
+    if (!srcs.empty()) {
+      const auto out = translate_lines(model, codec, srcs, search, max_tokens);
+      for (const auto& h : out) mine.push_back(codec.decode_target(h[0].tokens));
+    }
+    const std::vector<std::string> parts = group.gather(pack(mine));
+    model.train();
+    if (!group.is_root()) return r;
+    std::vector<std::vector<std::string>> by_rank;
+    for (const std::string& part : parts) by_rank.push_back(unpack(part));
+    std::vector<std::string> refs, hyps;
+    int64_t exact = 0;
+    for (size_t i = 0; i < n; ++i) {
+      hyps.push_back(by_rank[i % ranks][i / ranks]);
+      refs.push_back(text[i].tgt);
+      exact += hyps.back() == refs[i];
+    }
+    r.bleu = data::corpus_bleu(hyps, refs).score;
+    r.chrf = data::corpus_chrf(hyps, refs).score;
+    r.exact = double(exact) / double(n);
+    for (size_t i = 0; i < std::min(n, keep); ++i) {
+      r.src.push_back(text[i].src);
+      r.ref.push_back(refs[i]);
+      r.hyp.push_back(hyps[i]);
+    }
+  }
+  model.train();
+  return r;
+}
+
 
 }  // namespace rosetta::train

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,9 +16,11 @@
 #include <vector>
 
 #include "rosetta/core/safetensors.h"
+#include "rosetta/data/corpus.h"
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
+#include "rosetta/train/process_group.h"
 
 namespace rosetta::train {
 
@@ -86,6 +89,25 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          int64_t batch_tokens,
                                                          int64_t* truncated = nullptr,
                                                          const BatchCheck& check_batch = {});
+
+// The scores of a translation model on a validation set.
+struct TranslationScores {
+  double loss = std::numeric_limits<double>::quiet_NaN();  // per target token
+  double bleu = std::numeric_limits<double>::quiet_NaN(), chrf = bleu, exact = bleu;  // root only
+  std::vector<std::string> src, ref, hyp;  // the root's first `keep` sentences
+};
+
+// Validation sharded over the ranks of `group` (call it on every rank): rank r scores every
+// size-th batch of `pairs` (token-budget batches of `max_tokens`, in order) and translates every
+// size-th of the first `translate_count` sentences of `text` with `search`, from the r-th. The
+// loss is summed over the ranks, so every rank knows it; the translations are gathered on the
+// root, which alone computes BLEU, chrF and the share of exact matches (the others get NaN)
+// and keeps its first `keep` sentences. The model is in eval mode meanwhile, then in training mode.
+TranslationScores validate_translation(nn::Transformer& model, const Codec& codec,
+                                       const std::vector<data::TokenPair>& pairs,
+                                       const std::vector<data::SentencePair>& text, int64_t max_tokens,
+                                       size_t translate_count, const nn::SearchOptions& search, size_t keep,
+                                       const ProcessGroup& group);
 
 struct Translator {
   std::unique_ptr<nn::Transformer> model;
