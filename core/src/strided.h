@@ -100,7 +100,7 @@ namespace rosetta::detail {
 
 // Runs f(begin, end) over [0, n) split into one contiguous chunk per OpenMP thread when n is
 // at least `grain`, otherwise inline on the calling thread (also inside a parallel region, such
-// as a replica's thread: see apps/replicas.h). A functor taking a third argument also gets the
+// as a replica's thread: see train/replicas.h). A functor taking a third argument also gets the
 // chunk's slot in [0, omp_get_max_threads()), for per-chunk scratch; omp_get_thread_num() is
 // no such index, since inline on a replica's thread it is that thread's number.
 template <class F>

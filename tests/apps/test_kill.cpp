@@ -276,7 +276,7 @@ TEST_CASE("two fresh runs with the same seed at --threads 2 have the same losses
   REQUIRE(runs[0] == runs[1]);
 }
 
-// Model replicas (apps/replicas.h) train shards of every batch with the dropout masks of the
+// Model replicas (train/replicas.h) train shards of every batch with the dropout masks of the
 // whole batch: two replicas follow one to float rounding (summation order), and a run on two
 // replicas resumes bit for bit.
 TEST_CASE("a run on two model replicas follows the one-replica run and resumes bit for bit", "[faults][replicas]") {

@@ -412,7 +412,7 @@ TEST_CASE("layer norm forward and backward", "[core]") {
                                1e-6, 1e-7));
 }
 
-// Kernels called from inside a parallel region (one thread per model replica, apps/replicas.h)
+// Kernels called from inside a parallel region (one thread per model replica, train/replicas.h)
 // run inline on that thread; their per-chunk scratch must not be indexed by its thread number.
 TEST_CASE("kernels called on the threads of a parallel region match the serial call", "[core]") {
   Generator g(8);

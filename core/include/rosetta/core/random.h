@@ -39,7 +39,7 @@ class Generator {
 
   // Makes every tensor draw (not the single draws below) the rows [begin, begin + rows) of the
   // same draw over `total` rows along the leading axis: model replicas that train shards of a
-  // batch (apps/replicas.h) then see the dropout masks of the whole batch, and their counters
+  // batch (train/replicas.h) then see the dropout masks of the whole batch, and their counters
   // all end where the whole batch's would. Throws if a draw's size is not a multiple of `rows`.
   void set_shard(int64_t begin, int64_t rows, int64_t total);
   void clear_shard() { shard_total_ = 0; }
