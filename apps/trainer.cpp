@@ -214,19 +214,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
   return std::make_unique<optim::Adam>(std::move(params), o);
 }
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (b >= 1024 && u < 3) {
-    b /= 1024;
-    ++u;
-  }
-  std::ostringstream os;
-  os.precision(u ? 1 : 0);
-  os << std::fixed << b << " " << units[u];
-  return os.str();
-}
-
 // Memory of one update on the largest batch of the epoch: forward + backward measured with the
 // allocator (activations, gradients of activations). Restores every state it touches.
 size_t measure_batch_memory(nn::Transformer& model, optim::Optimizer& opt, const data::BatchIterator& it,
@@ -390,8 +377,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   const size_t act = measure_batch_memory(model, *opt, it, c);
   spdlog::info("model: {} parameters ({}); gradients {}; optimizer state {} ({}); largest batch's "
                "activations {}",
-               n, human_bytes(4.0 * double(n)), human_bytes(4.0 * double(n)), human_bytes(opt_bytes),
-               opt->name(), human_bytes(double(act)));
+               n, format_size(4.0 * double(n)), format_size(4.0 * double(n)), format_size(opt_bytes),
+               opt->name(), format_size(double(act)));
   const auto [src_pad, tgt_pad] = padding_share(it);
   spdlog::info("schedule: {}; {} batches per epoch, padding {:.1f}% of source and {:.1f}% of target positions",
                schedule->describe(), it.batches_in_epoch(), 100 * src_pad, 100 * tgt_pad);
