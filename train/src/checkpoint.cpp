@@ -34,16 +34,6 @@ bool all_finite(const Tensor& flat) {
   return true;
 }
 
-int64_t meta_int(const std::map<std::string, std::string>& m, const std::string& path, const char* key) {
-  auto it = m.find(key);
-  ROSETTA_CHECK(it != m.end(), path, ": no ", key, " in the checkpoint");
-  try {
-    return std::stoll(it->second);
-  } catch (const std::exception&) {
-    ROSETTA_FAIL(path, ": ", key, " = '", it->second, "' is not an integer");
-  }
-}
-
 }  // namespace
 
 std::string bytes_checksum(std::string_view bytes) {
@@ -145,9 +135,10 @@ const std::map<std::string, std::string>& load_training_checkpoint(const SafeTen
     ROSETTA_CHECK(in >> seed >> counter, path, ": bad train.dropout_rng '", rng->second, "'");
     g->set_state(rank_seed(seed, trainer.group().rank()), counter);
   }
+  const int64_t steps = metadata_int(st.metadata, "train.step", path);
+  const int64_t skipped = metadata_int(st.metadata, "train.skipped_nonfinite", path);
   try {
-    trainer.restore_progress(meta_int(st.metadata, path, "train.step"),
-                             meta_int(st.metadata, path, "train.skipped_nonfinite"));
+    trainer.restore_progress(steps, skipped);
   } catch (const Error& e) {
     ROSETTA_FAIL(path, ": ", e.what());
   }
