@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "rosetta/autograd/functions.h"
 #include "rosetta/optim/optim.h"
@@ -60,23 +61,31 @@ void Trainer::restore_progress(int64_t steps, int64_t skipped) {
   skipped_in_a_row_ = 0;
 }
 
-StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss) {
-  StepResult result;
-  result.tokens = total_tokens;
+double Trainer::run_shards(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss,
+                           bool backward) {
   const double denominator = double(std::max<int64_t>(total_tokens, 1));
-  double step_loss = 0;
+  double sum = 0;
   for (size_t b = 0; b < rows.size(); ++b) {
-    // Each replica trains a shard of the batch's rows (one replica: the whole batch), weighted
-    // by its share of the update's tokens, into its own gradient buffer.
+    // Each replica takes a shard of the batch's rows (one replica: the whole batch), weighted by
+    // its share of the update's tokens; backward goes into the replica's own gradient buffer.
     std::vector<double> losses(size_t(replicas_.size()), 0.0);
     replicas_.run(rows[b], [&](int r, int64_t b0, int64_t b1) {
+      std::optional<NoGradGuard> no_grad;  // per thread
+      if (!backward) no_grad.emplace();
       const ShardLoss shard = loss(replicas_.model(r), b, b0, b1);
       const double w = double(shard.tokens) / denominator;
       losses[size_t(r)] = shard.loss.item() * w;
-      shard.loss.backward(Tensor::full(shard.loss.shape(), w));
+      if (backward) shard.loss.backward(Tensor::full(shard.loss.shape(), w));
     });
-    for (double l : losses) step_loss += l;
+    for (double l : losses) sum += l;
   }
+  return sum;
+}
+
+StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss) {
+  StepResult result;
+  result.tokens = total_tokens;
+  double step_loss = run_shards(rows, total_tokens, loss, /*backward=*/true);
   replicas_.reduce_into(opt_);
   if (group_.size() > 1) {
     // The flat gradient buffer summed in place, after the backward pass, in buckets of 16 MiB
@@ -118,19 +127,10 @@ StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens,
 double Trainer::evaluate(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss) {
   const bool was_training = model_.is_training();
   for (int r = 0; r < replicas_.size(); ++r) replicas_.model(r).train(false);
-  const double denominator = double(std::max<int64_t>(total_tokens, 1));
   double sum = 0;
   std::exception_ptr error;
   try {
-    for (size_t b = 0; b < rows.size(); ++b) {
-      std::vector<double> losses(size_t(replicas_.size()), 0.0);
-      replicas_.run(rows[b], [&](int r, int64_t b0, int64_t b1) {
-        const NoGradGuard no_grad;  // per thread
-        const ShardLoss shard = loss(replicas_.model(r), b, b0, b1);
-        losses[size_t(r)] = shard.loss.item() * double(shard.tokens) / denominator;
-      });
-      for (double l : losses) sum += l;
-    }
+    sum = run_shards(rows, total_tokens, loss, /*backward=*/false);
   } catch (...) {
     error = std::current_exception();
   }

@@ -114,6 +114,11 @@ class Trainer {
   float synchronize();
 
  private:
+  // The sum over `rows`' batches of every shard's loss weighted by its share of `total_tokens`,
+  // the shards run on the replicas; with `backward`, each weighted loss is backpropagated into its
+  // replica's gradients, else computed without gradients.
+  double run_shards(const std::vector<int64_t>& rows, int64_t total_tokens, const LossFn& loss, bool backward);
+
   nn::Module& model_;
   optim::Optimizer& opt_;
   TrainerOptions options_;
