@@ -108,9 +108,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
 
   // The batch in one shard per replica (the whole batch when there is one): the training
   // step of rosetta train (train::Trainer), without clipping.
-  ROSETTA_CHECK(a.replicas <= get_num_threads(), "--replicas ", a.replicas, " exceeds the ", get_num_threads(),
-                " threads of this process (one replica per thread; see --threads)");
-  const int n = ThreadReplicas::count(a.replicas, get_num_threads(), p.batch * p.tgt_len, p.d);
+  const int n = replicas_for_flag(a.replicas, p.batch * p.tgt_len, p.d);
   const nn::TransformerOptions options = model.options();
   Trainer trainer(model, opt, TrainerOptions().replicas(n).clip(0), [&options] {
     Generator init(0);

@@ -10,4 +10,12 @@
 
 namespace rosetta::cli {
 using namespace rosetta::train;
+
+// ThreadReplicas::count on this process's threads for the --replicas flag (train, bench): a
+// request above the threads is refused naming the flag.
+inline int replicas_for_flag(int requested, int64_t rows, int64_t dim) {
+  ROSETTA_CHECK(requested <= get_num_threads(), "--replicas ", requested, " exceeds the ", get_num_threads(),
+                " threads of this process (one replica per thread; see --threads)");
+  return ThreadReplicas::count(requested, get_num_threads(), rows, dim);
+}
 }  // namespace rosetta::cli

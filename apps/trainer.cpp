@@ -313,9 +313,7 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   setup_logging();  // on stderr until the run directory exists
   if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
-  ROSETTA_CHECK(c.replicas <= get_num_threads(), "--replicas ", c.replicas, " exceeds the ", get_num_threads(),
-                " threads of this process (one replica per thread; see --threads)");
-  const int n_replicas = ThreadReplicas::count(c.replicas, get_num_threads(), c.max_tokens, c.model.d_model());
+  const int n_replicas = replicas_for_flag(c.replicas, c.max_tokens, c.model.d_model());
   if (root) check_run_dir(run, resuming, restart);
   if (root) MemoryBudget(c.memory_limit).check(training_plan(c, n_replicas, group.local_size()));
 
