@@ -18,8 +18,10 @@ using rosetta::test::Proc;
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
 using rosetta::test::checkpoint_step;
+using rosetta::test::read_jsonl;
 using rosetta::test::run_rosetta;
 using rosetta::test::sleep_ms;
+using rosetta::test::train_losses;
 using rosetta::test::slurp;
 using rosetta::test::wait_for_file;
 namespace fs = std::filesystem;
@@ -30,20 +32,6 @@ const char* kFlags =
     "--task copy --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --max-len 16 "
     "--max-tokens 64 --copy-symbols 6 --copy-min-len 2 --copy-max-len 5 --copy-train-size 400 "
     "--copy-valid-size 10 --valid-bleu-sentences 5 --log-every 1 --dropout 0.1 --lr 3e-3 --warmup 20";
-
-// (step, loss) of every "train" record of a metrics.jsonl; every line must parse.
-std::vector<std::pair<int64_t, double>> train_losses(const std::string& metrics) {
-  std::vector<std::pair<int64_t, double>> out;
-  std::istringstream in(slurp(metrics));
-  std::string line;
-  while (std::getline(in, line)) {
-    const json j = json::parse(line, nullptr, false);
-    INFO(metrics << ": " << line);
-    REQUIRE_FALSE(j.is_discarded());
-    if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
-  }
-  return out;
-}
 
 // The step of the last complete record of a metrics.jsonl (0 when there is none).
 int64_t last_step(const std::string& metrics) {
@@ -133,8 +121,8 @@ TEST_CASE("training killed with SIGKILL at random moments resumes to the same re
   REQUIRE(checkpoint_step(dir) == 600);
   require_translates(dir);
   // Nothing lost, nothing repeated: the metrics are those of the uninterrupted run, bit for bit.
-  const auto expected = train_losses(straight + "/metrics.jsonl");
-  const auto got = train_losses(dir + "/metrics.jsonl");
+  const auto expected = train_losses(read_jsonl(straight + "/metrics.jsonl"));
+  const auto got = train_losses(read_jsonl(dir + "/metrics.jsonl"));
   REQUIRE(expected.size() == 600);
   REQUIRE(got == expected);
   // The same weights, too.
@@ -160,7 +148,7 @@ TEST_CASE("a run stopped before its first checkpoint resumes by starting over", 
   REQUIRE(r.exit_code == 0);
   REQUIRE_THAT(r.output, Catch::Contains("holds no checkpoint yet: starting the run over"));
   REQUIRE(checkpoint_step(dir) == 30);
-  REQUIRE(train_losses(dir + "/metrics.jsonl") == train_losses(straight + "/metrics.jsonl"));
+  REQUIRE(train_losses(read_jsonl(dir + "/metrics.jsonl")) == train_losses(read_jsonl(straight + "/metrics.jsonl")));
   REQUIRE_FALSE(fs::exists(dir + "/checkpoint.safetensors.tmp.12345.0"));
   REQUIRE(slurp(dir + "/notes.txt") == "the user's");
 }
@@ -184,7 +172,7 @@ TEST_CASE("a translation run stopped before its first checkpoint resumes by star
   REQUIRE(r.exit_code == 0);
   REQUIRE(checkpoint_step(dir) == 4);
   REQUIRE(slurp(dir + "/src.model") == slurp(straight + "/src.model"));
-  REQUIRE(train_losses(dir + "/metrics.jsonl") == train_losses(straight + "/metrics.jsonl"));
+  REQUIRE(train_losses(read_jsonl(dir + "/metrics.jsonl")) == train_losses(read_jsonl(straight + "/metrics.jsonl")));
   const RunResult t = run_rosetta("translate --model " + dir, "der Hund\n");
   INFO(t.output);
   REQUIRE(t.exit_code == 0);
@@ -223,7 +211,7 @@ TEST_CASE("SIGTERM and SIGINT finish the step, save, exit 0 and say how to resum
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   REQUIRE(checkpoint_step(dir) == 3000);
-  REQUIRE(train_losses(dir + "/metrics.jsonl") == train_losses(straight + "/metrics.jsonl"));
+  REQUIRE(train_losses(read_jsonl(dir + "/metrics.jsonl")) == train_losses(read_jsonl(straight + "/metrics.jsonl")));
 }
 
 TEST_CASE("a non-finite loss with --on-nonfinite stop exits non-zero and keeps the last good checkpoint",
@@ -270,7 +258,7 @@ TEST_CASE("two fresh runs with the same seed at --threads 2 have the same losses
     const RunResult r = run_rosetta("train " + common + " --out " + (work / name));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    runs.push_back(train_losses(work / (std::string(name) + "/metrics.jsonl")));
+    runs.push_back(train_losses(read_jsonl(work / (std::string(name) + "/metrics.jsonl"))));
   }
   REQUIRE(runs[0].size() == 60);
   REQUIRE(runs[0] == runs[1]);
@@ -289,7 +277,7 @@ TEST_CASE("a run on two model replicas follows the one-replica run and resumes b
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   REQUIRE_THAT(two.output, Catch::Contains("2 model replicas"));
-  const auto a = train_losses(work / "one/metrics.jsonl"), b = train_losses(work / "two/metrics.jsonl");
+  const auto a = train_losses(read_jsonl(work / "one/metrics.jsonl")), b = train_losses(read_jsonl(work / "two/metrics.jsonl"));
   REQUIRE(a.size() == 40);
   REQUIRE(b.size() == 40);
   for (size_t i = 0; i < a.size(); ++i) {
@@ -305,5 +293,5 @@ TEST_CASE("a run on two model replicas follows the one-replica run and resumes b
   const RunResult rest = run_rosetta("train --resume " + dir + " --max-steps 40");
   INFO(rest.output);
   REQUIRE(rest.exit_code == 0);
-  REQUIRE(train_losses(dir + "/metrics.jsonl") == b);
+  REQUIRE(train_losses(read_jsonl(dir + "/metrics.jsonl")) == b);
 }
