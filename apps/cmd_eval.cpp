@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
-#include "resources.h"
+#include "rosetta/train/resources.h"
 #include "report.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"

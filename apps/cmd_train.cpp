@@ -6,9 +6,10 @@
 
 #include "commands.h"
 #include "log.h"
+#include "report.h"
 #include "rosetta/core/check.h"
+#include "rosetta/train/run.h"
 #include "train_config.h"
-#include "trainer.h"
 #include "train_layer.h"
 
 namespace rosetta::cli {
@@ -46,6 +47,35 @@ void check_resume_dir(const std::string& dir) {
                 " holds no config.toml: not a run directory made by rosetta train (or give --config FILE)");
 }
 
+// Trains as configured, logging to stderr and, once it exists, the run's train.log; on a
+// terminal the training lines are a progress line redrawn in place.
+TrainOutcome train_logged(const TrainConfig& c, const std::string& toml) {
+  setup_logging();  // on stderr until the run directory exists
+  auto bar = std::make_shared<ProgressLine>();
+  RunHooks hooks;
+  hooks.info = [bar](const std::string& line) {
+    bar->clear();
+    spdlog::info("{}", line);
+  };
+  hooks.warn = [bar](const std::string& line) {
+    bar->clear();
+    spdlog::warn("{}", line);
+  };
+  if (stderr_is_tty()) hooks.progress = [bar](const std::string& line) { bar->show(line); };
+  hooks.run_dir_ready = [](const RunPaths& run) { setup_logging(run.log()); };
+  hooks.validated = [](const RunPaths& run, int64_t step, const TranslationScores& v) {
+    try {  // the report follows the run; it never stops training
+      if (!v.hyp.empty()) append_translations(run.dir, step, v.src, v.ref, v.hyp);
+      write_report({run.dir}, run.report());
+    } catch (const std::exception& e) {
+      spdlog::warn("could not update {}: {}", run.report(), e.what());
+    }
+  };
+  const TrainOutcome r = train_translator(c, toml, hooks, &g_stop);
+  bar->clear();
+  return r;
+}
+
 }  // namespace
 
 void register_train(CLI::App& app, int argc, char** argv) {
@@ -74,8 +104,8 @@ void register_train(CLI::App& app, int argc, char** argv) {
     if (!c.resume.empty()) c.out = c.resume;
     // The effective configuration, with the run directory filled in.
     std::string toml = cmd->config_to_str(true, false);
-    const TrainOutcome r = train(c, toml, &g_stop);
-    if (r.stop_reason == "interrupted")
+    const TrainOutcome r = train_logged(c, toml);
+    if (r.stop_reason == "interrupted" && r.root)
       spdlog::info("interrupted at step {}; resume with: rosetta train --resume {}", r.steps, c.out);
   });
 }

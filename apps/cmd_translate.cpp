@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
-#include "resources.h"
+#include "rosetta/train/resources.h"
 #include "rosetta/core/io.h"
 #include "svg.h"
 #include "text_io.h"

@@ -1,7 +1,7 @@
 // Faults that long CPU runs meet, each met with one clear line and nothing lost: two trainers on
-// one run directory (the second refuses; apps/run_lock.h), a lock left by a trainer killed with
+// one run directory (the second refuses; train/run_lock.h), a lock left by a trainer killed with
 // SIGKILL, a model or batch larger than the memory (refused before it is allocated;
-// apps/resources.h), an allocation that fails anyway (std::bad_alloc), a disk that fills during a
+// train/resources.h), an allocation that fails anyway (std::bad_alloc), a disk that fills during a
 // checkpoint, a metrics.jsonl whose last line was cut. Tagged [faults] ([badinput] for bad
 // options); the estimates behind the memory checks are tested against the allocator's measured
 // peaks ([resources]).
@@ -17,7 +17,7 @@
 
 #include "cli_support.h"
 #include "errors.h"
-#include "resources.h"
+#include "rosetta/train/resources.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
@@ -318,15 +318,15 @@ TEST_CASE("a metrics.jsonl whose last line was cut is repaired on --resume", "[f
 // ---------------------------------------------------------------- the estimates
 
 TEST_CASE("memory sizes parse and print", "[resources][badinput]") {
-  REQUIRE(cli::parse_size("2G", "--memory-limit") == 2.0 * (1 << 30));
-  REQUIRE(cli::parse_size("512m", "--memory-limit") == 512.0 * (1 << 20));
-  REQUIRE(cli::parse_size("1.5GiB", "--memory-limit") == 1.5 * (1 << 30));
-  REQUIRE(cli::parse_size("64KB", "--memory-limit") == 64.0 * 1024);
-  REQUIRE(cli::parse_size("1000", "--memory-limit") == 1000.0);
+  REQUIRE(train::parse_size("2G", "--memory-limit") == 2.0 * (1 << 30));
+  REQUIRE(train::parse_size("512m", "--memory-limit") == 512.0 * (1 << 20));
+  REQUIRE(train::parse_size("1.5GiB", "--memory-limit") == 1.5 * (1 << 30));
+  REQUIRE(train::parse_size("64KB", "--memory-limit") == 64.0 * 1024);
+  REQUIRE(train::parse_size("1000", "--memory-limit") == 1000.0);
   for (const char* bad : {"", "G", "-1G", "0", "2X", "2 G", "nan", "inf", "1GG"})
-    REQUIRE_THROWS_WITH(cli::parse_size(bad, "--memory-limit"), Catch::Contains("is not a memory size"));
-  REQUIRE(cli::format_size(1536) == "1.5 KiB");
-  REQUIRE(cli::format_size(3.0 * (uint64_t(1) << 40)) == "3.0 TiB");
+    REQUIRE_THROWS_WITH(train::parse_size(bad, "--memory-limit"), Catch::Contains("is not a memory size"));
+  REQUIRE(train::format_size(1536) == "1.5 KiB");
+  REQUIRE(train::format_size(3.0 * (uint64_t(1) << 40)) == "3.0 TiB");
 }
 
 TEST_CASE("the available memory is the smallest of MemAvailable and the cgroups' limits less usage", "[resources]") {
@@ -336,7 +336,7 @@ TEST_CASE("the available memory is the smallest of MemAvailable and the cgroups'
     write_file(root / path, text);
   };
   put("proc/meminfo", "MemTotal: 8000000 kB\nMemAvailable: 4000000 kB\n");
-  auto available = cli::detect_available_memory(root.str());
+  auto available = train::detect_available_memory(root.str());
   REQUIRE(available);
   REQUIRE(available->bytes == 4000000.0 * 1024);
   REQUIRE_THAT(available->source, Catch::Contains("MemAvailable"));
@@ -350,7 +350,7 @@ TEST_CASE("the available memory is the smallest of MemAvailable and the cgroups'
   put("sys/fs/cgroup/jobs/job1/memory.max", std::to_string(1 << 30) + "\n");
   put("sys/fs/cgroup/jobs/job1/memory.current", std::to_string(600 << 20) + "\n");
   put("sys/fs/cgroup/jobs/job1/memory.stat", "anon 1\ninactive_file " + std::to_string(100 << 20) + "\n");
-  available = cli::detect_available_memory(root.str());
+  available = train::detect_available_memory(root.str());
   REQUIRE(available);
   REQUIRE(available->bytes == double((1 << 30) - (500 << 20)));
   REQUIRE_THAT(available->source, Catch::Contains("cgroup /jobs/job1") && Catch::Contains("1.0 GiB"));
@@ -362,7 +362,7 @@ TEST_CASE("the available memory is the smallest of MemAvailable and the cgroups'
   put("sys/fs/cgroup/memory/memory.usage_in_bytes", std::to_string(200 << 20) + "\n");
   put("sys/fs/cgroup/memory/task/memory.limit_in_bytes", "9223372036854771712\n");
   put("sys/fs/cgroup/memory/task/memory.usage_in_bytes", std::to_string(100 << 20) + "\n");
-  available = cli::detect_available_memory(root.str());
+  available = train::detect_available_memory(root.str());
   REQUIRE(available);
   REQUIRE(available->bytes == double(312 << 20));
 }
@@ -374,7 +374,7 @@ TEST_CASE("the parameter count from the options is the model's", "[resources]") 
                          .encoder_layers(2).decoder_layers(3).share_embeddings(share).tie_output(tie).max_len(20);
       Generator g(1);
       INFO("share " << share << " tie " << tie);
-      REQUIRE(cli::parameter_count(o) == nn::Transformer(o, g).parameter_count());
+      REQUIRE(train::parameter_count(o) == nn::Transformer(o, g).parameter_count());
     }
 }
 
@@ -413,7 +413,7 @@ TEST_CASE("the activation estimate bounds the measured peak of a batch", "[resou
       measured = allocator_stats().peak_bytes - before;
       opt.zero_grad();
     }
-    const double estimate = cli::training_activation_bytes(o, s.tokens);
+    const double estimate = train::training_activation_bytes(o, s.tokens);
     INFO("d_model " << s.d << ": measured " << measured << ", estimated " << estimate);
     REQUIRE(estimate >= double(measured));
     REQUIRE(estimate <= 1.6 * double(measured));
@@ -432,7 +432,7 @@ TEST_CASE("the decoding estimate bounds the measured peak of a batch", "[resourc
   const int64_t rows = 24, S = 12;
   const Tensor src = g.randint({rows, S}, 4, 50);
   const auto search = nn::SearchOptions().beam(4).stop_at_eos(false);
-  const cli::MemoryPlan plan = cli::decoding_plan(o, rows, S, search, rows * S);
+  const train::MemoryPlan plan = train::decoding_plan(o, rows, S, search, rows * S);
   release_cached_memory();
   reset_allocator_peak();
   const size_t before = allocator_stats().in_use_bytes;
@@ -445,8 +445,8 @@ TEST_CASE("the decoding estimate bounds the measured peak of a batch", "[resourc
 }
 
 TEST_CASE("the default translator's plan fits in 1 GiB", "[resources]") {
-  const cli::TrainConfig c;  // the defaults are the default translator
-  const cli::MemoryPlan plan = cli::training_plan(c, 2, 1);
+  const train::TrainConfig c;  // the defaults are the default translator
+  const train::MemoryPlan plan = train::training_plan(c, 2, 1);
   INFO(plan.total());
   REQUIRE(plan.total() < double(1 << 30));
   REQUIRE(plan.total() > double(256 << 20));  // ~555 MiB: 5M parameters and batches of 2,500 tokens

@@ -122,4 +122,10 @@ int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim)
   return rows * dim * dim < kReplicaLimit ? threads : 1;
 }
 
+int replicas_for_flag(int requested, int64_t rows, int64_t dim) {
+  ROSETTA_CHECK(requested <= get_num_threads(), "--replicas ", requested, " exceeds the ", get_num_threads(),
+                " threads of this process (one replica per thread; see --threads)");
+  return ThreadReplicas::count(requested, get_num_threads(), rows, dim);
+}
+
 }  // namespace rosetta::train

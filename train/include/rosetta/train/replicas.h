@@ -65,4 +65,8 @@ class ThreadReplicas {
   std::vector<Tensor> grads_;                        // [N] per extra replica
 };
 
+// ThreadReplicas::count on this process's threads for a --replicas option: a request above the
+// threads is refused naming the option.
+int replicas_for_flag(int requested, int64_t rows, int64_t dim);
+
 }  // namespace rosetta::train

@@ -37,6 +37,8 @@ struct RunPaths {
   std::string snapshot(int64_t step) const { return dir + "/step-" + std::to_string(step) + ".safetensors"; }
   std::string log() const { return dir + "/train.log"; }
   std::string metrics() const { return dir + "/metrics.jsonl"; }
+  std::string translations() const { return dir + "/translations.jsonl"; }  // validation sentences translated
+  std::string report() const { return dir + "/report.html"; }
 };
 
 // The weights snapshots in a run directory, (step, path) by increasing step: the files named

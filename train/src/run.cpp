@@ -1,8 +1,9 @@
-#include "trainer.h"
+#include "rosetta/train/run.h"
 
 #include <signal.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -16,11 +17,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "log.h"
-#include "report.h"
-#include "resources.h"
-#include "run_lock.h"
-#include "run_data.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
@@ -30,9 +26,16 @@
 #include "rosetta/data/metrics.h"
 #include "rosetta/data/noise.h"
 #include "rosetta/optim/optim.h"
-#include "train_layer.h"
+#include "rosetta/train/checkpoint.h"
+#include "rosetta/train/metrics.h"
+#include "rosetta/train/process_group.h"
+#include "rosetta/train/replicas.h"
+#include "rosetta/train/resources.h"
+#include "rosetta/train/run_data.h"
+#include "rosetta/train/run_lock.h"
+#include "rosetta/train/trainer.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -40,6 +43,14 @@ using json = nlohmann::json;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using rosetta::detail::concat;
+
+// printf's formatting of one number: num("%.4f", loss).
+std::string num(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
 
 // ------------------------------------------------------------------ run directory
 
@@ -66,7 +77,7 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
 void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
   const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
-                              run.metrics(), run.ema(), translations_path(run.dir), report_path(run.dir)};
+                              run.metrics(), run.ema(), run.translations(), run.report()};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -171,17 +182,20 @@ Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const RunDat
 // Keeps the lines of metrics.jsonl and translations.jsonl of steps up to `step` (those a resumed
 // run will not repeat).
 void truncate_metrics(const RunPaths& run, int64_t step) {
-  for (const std::string& path : {run.metrics(), translations_path(run.dir)}) MetricsLog::truncate(path, step);
+  for (const std::string& path : {run.metrics(), run.translations()}) MetricsLog::truncate(path, step);
 }
 
 // ------------------------------------------------------------------ validation
 
 using ValidResult = TranslationScores;
 
+// The validation sentences whose translations every validation returns (hooks.validated).
+constexpr size_t kRecordedSentences = 5;
+
 ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
   const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
   return validate_translation(model, d.codec, d.valid, d.valid_text, c.max_tokens, size_t(c.valid_bleu_sentences),
-                              search, kReportSentences, group);
+                              search, kRecordedSentences, group);
 }
 
 // Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same
@@ -299,19 +313,31 @@ void prune_snapshots(const RunPaths& run, int64_t keep) {
   for (size_t i = 0; i + size_t(keep) < snaps.size(); ++i) fs::remove(snaps[i].second, ec);
 }
 
+// The hooks, called on the root only (warn: on every rank).
+struct Say {
+  const RunHooks& hooks;
+  bool root;
+  void info(const std::string& line) const {
+    if (root && hooks.info) hooks.info(line);
+  }
+  void warn(const std::string& line) const {
+    if (hooks.warn) hooks.warn(line);
+  }
+};
+
 TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::string& config_toml,
-                      const std::atomic<bool>* stop) {
+                      const RunHooks& hooks, const std::atomic<bool>* stop) {
   const bool root = group.is_root();
+  const Say say{hooks, root};
   if (!c.resume.empty()) c.out = c.resume;
   c.validate();
   const RunPaths run(c.out);
   // This process owns the run directory (the root, for the job) before it reads anything there.
   const RunLock lock(root ? run.dir : "", c.resume.empty());
+  if (!lock.warning().empty()) say.warn(lock.warning());
   // --resume of a run stopped before its first checkpoint starts it over from its config.toml.
   const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
   const bool restart = !c.resume.empty() && !resuming;
-  setup_logging();  // on stderr until the run directory exists
-  if (!root) spdlog::set_level(spdlog::level::warn);  // the root speaks for the job; the others only warn
   set_num_threads(threads_for(c, group));
   const int n_replicas = replicas_for_flag(c.replicas, c.max_tokens, c.model.d_model());
   if (root) check_run_dir(run, resuming, restart);
@@ -324,23 +350,22 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
 
   if (root) {
     prepare_run_dir(run);
-    setup_logging(run.log());
+    if (hooks.run_dir_ready) hooks.run_dir_ready(run);
   }
-  if (restart && root) spdlog::warn("{} holds no checkpoint yet: starting the run over from its config.toml", run.dir);
-  spdlog::info("{} run in {} ({} threads, BLAS {})", resuming ? "resuming" : "starting", run.dir,
-               get_num_threads(), blas_core_name());
+  if (restart && root) say.warn(run.dir + " holds no checkpoint yet: starting the run over from its config.toml");
+  say.info(concat(resuming ? "resuming" : "starting", " run in ", run.dir, " (", get_num_threads(), " threads, BLAS ",
+                  blas_core_name(), ")"));
   if (group.size() > 1)
-    spdlog::info("data-parallel over {} processes ({} on this machine, {} threads each): an update takes "
-                 "{} x {} batches",
-                 group.size(), group.local_size(), get_num_threads(), group.size(), c.accum);
+    say.info(concat("data-parallel over ", group.size(), " processes (", group.local_size(), " on this machine, ",
+                    get_num_threads(), " threads each): an update takes ", group.size(), " x ", c.accum, " batches"));
   if (root && !resuming) {
     if (!config_toml.empty()) write_file_atomic(run.config(), config_toml);
     write_tokenizers(run, d);
     write_file_atomic(run.metrics(), "");  // a fresh run's metrics start empty
-    write_file_atomic(translations_path(run.dir), "");
+    write_file_atomic(run.translations(), "");
   }
-  for (const std::string& note : d.notes) spdlog::info("{}", note);
-  spdlog::info("data: {} training pairs, {} validation pairs", d.train.size(), d.valid.size());
+  for (const std::string& note : d.notes) say.info(note);
+  say.info(concat("data: ", d.train.size(), " training pairs, ", d.valid.size(), " validation pairs"));
 
   Generator init(c.seed);
   const nn::TransformerOptions model_options = c.model_options(d.codec.src_vocab(), d.codec.tgt_vocab());
@@ -359,42 +384,35 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
                   },
                   schedule, group);
   if (n_replicas > 1)
-    spdlog::info("{} model replicas, one per thread, each train a shard of every batch (--replicas)",
-                 n_replicas);
+    say.info(concat(n_replicas, " model replicas, one per thread, each train a shard of every batch (--replicas)"));
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
   Progress p;
   if (resuming) {
     p = load_checkpoint(run, c, d, trainer, it);
     if (root) truncate_metrics(run, p.step);
-    spdlog::info("resumed at step {} (epoch {}, batch {})", p.step, it.epoch(), it.position());
+    say.info(concat("resumed at step ", p.step, " (epoch ", it.epoch(), ", batch ", it.position(), ")"));
   }
 
   const int64_t n = model.parameter_count();
   const double opt_bytes = double(opt->state_tensors().size()) * 4.0 * double(n);
   const size_t act = measure_batch_memory(model, *opt, it, c);
-  spdlog::info("model: {} parameters ({}); gradients {}; optimizer state {} ({}); largest batch's "
-               "activations {}",
-               n, format_size(4.0 * double(n)), format_size(4.0 * double(n)), format_size(opt_bytes),
-               opt->name(), format_size(double(act)));
+  say.info(concat("model: ", n, " parameters (", format_size(4.0 * double(n)), "); gradients ",
+                  format_size(4.0 * double(n)), "; optimizer state ", format_size(opt_bytes), " (", opt->name(),
+                  "); largest batch's activations ", format_size(double(act))));
   const auto [src_pad, tgt_pad] = padding_share(it);
-  spdlog::info("schedule: {}; {} batches per epoch, padding {:.1f}% of source and {:.1f}% of target positions",
-               schedule->describe(), it.batches_in_epoch(), 100 * src_pad, 100 * tgt_pad);
+  say.info(concat("schedule: ", schedule->describe(), "; ", it.batches_in_epoch(), " batches per epoch, padding ",
+                  num("%.1f", 100 * src_pad), "% of source and ", num("%.1f", 100 * tgt_pad), "% of target positions"));
 
   std::optional<MetricsLog> metrics;  // the root's
   if (root) metrics.emplace(run.metrics());
   auto write_metrics = [&](const MetricRecord& r) {
     if (metrics) metrics->write(r);
   };
-  ProgressLine bar;
   const double max_time = c.max_time_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return p.elapsed + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  auto log = [&](const std::string& line) {
-    bar.clear();
-    spdlog::info("{}", line);
   };
 
   TrainOutcome outcome;
@@ -432,8 +450,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     const double value = by_loss ? v.loss : c.best_metric == "bleu" ? v.bleu : v.chrf;
     const bool improved = !std::isnan(value) && (std::isnan(p.best_valid) ||
                                                  (by_loss ? value < p.best_valid : value > p.best_valid));
-    log(fmt::format("valid step {}: loss {:.4f} ppl {:.2f} BLEU {:.2f} chrF {:.2f}{}", p.step, v.loss,
-                    std::exp(v.loss), v.bleu, v.chrf, improved ? fmt::format(" (best {})", c.best_metric) : ""));
+    say.info(concat("valid step ", p.step, ": loss ", num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
+                    " BLEU ", num("%.2f", v.bleu), " chrF ", num("%.2f", v.chrf),
+                    improved ? " (best " + c.best_metric + ")" : ""));
     if (improved) {
       p.best_valid = value;
       p.bad_validations = 0;
@@ -445,12 +464,11 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     } else {
       ++p.bad_validations;
     }
-    if (root) {  // the report follows the run; it never stops training
+    if (root && hooks.validated) {  // e.g. a report that follows the run; it never stops training
       try {
-        if (!v.hyp.empty()) append_translations(run.dir, p.step, v.src, v.ref, v.hyp);
-        write_report({run.dir}, report_path(run.dir));
+        hooks.validated(run, p.step, v);
       } catch (const std::exception& e) {
-        spdlog::warn("could not update {}: {}", report_path(run.dir), e.what());
+        say.warn(e.what());
       }
     }
     return c.early_stopping > 0 && p.bad_validations >= c.early_stopping;
@@ -499,9 +517,9 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     }
     interval_comm += r.allreduce_s;
     if (r.skipped) {
-      log(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", p.step + 1,
-                      std::isfinite(r.loss) ? "gradient norm" : "loss", std::isfinite(r.loss) ? r.grad_norm : r.loss,
-                      trainer.skipped()));
+      say.info(concat("step ", p.step + 1, ": non-finite ", std::isfinite(r.loss) ? "gradient norm" : "loss", " (",
+                      std::isfinite(r.loss) ? r.grad_norm : r.loss, "); update skipped (", trainer.skipped(),
+                      " so far)"));
       continue;
     }
     ++p.step;
@@ -521,16 +539,18 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
       if (ranks > 1) {
         const double ms = 1000 * interval_comm / double(std::max<int64_t>(interval_steps, 1));
         record.emplace_back("allreduce_ms", ms);
-        comm = fmt::format(" (allreduce {:.1f} ms/step)", ms);
+        comm = " (allreduce " + num("%.1f", ms) + " ms/step)";
       }
       write_metrics(record);
-      if (stderr_is_tty()) {
+      if (hooks.progress) {
         if (root)
-          bar.show(fmt::format("step {} | epoch {} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s{} | {:.0f}s", p.step,
-                               it.epoch(), loss, opt->lr(), tps, comm, now));
+          hooks.progress(concat("step ", p.step, " | epoch ", it.epoch(), " | loss ", num("%.4f", loss), " | lr ",
+                                num("%.2e", opt->lr()), " | ", num("%.0f", tps), " tok/s", comm, " | ",
+                                num("%.0f", now), "s"));
       } else {
-        spdlog::info("step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3e} grad_norm {:.3f} {:.0f} tok/s{}", p.step,
-                     it.epoch(), loss, std::exp(loss), opt->lr(), last_norm, tps, comm);
+        say.info(concat("step ", p.step, " epoch ", it.epoch(), " loss ", num("%.4f", loss), " ppl ",
+                        num("%.2f", std::exp(loss)), " lr ", num("%.3e", opt->lr()), " grad_norm ",
+                        num("%.3f", last_norm), " ", num("%.0f", tps), " tok/s", comm));
       }
       interval_loss = interval_tokens = interval_comm = 0;
       interval_steps = 0;
@@ -542,18 +562,18 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     if (stop_early) { outcome.stop_reason = "early-stopping"; break; }
     if (stop && group.any(stop->load())) { outcome.stop_reason = "interrupted"; break; }
   }
-  bar.clear();
   if (outcome.stop_reason != "interrupted" && outcome.stop_reason != "early-stopping" &&
       (c.validate_every == 0 || p.step % c.validate_every != 0))
     do_validation();
   save();
   outcome.steps = p.step;
   outcome.best_valid = p.best_valid;
+  outcome.root = root;
   if (ranks > 1)
-    spdlog::info("{} ranks; largest difference of a rank's parameters from rank 0's: {:g}{}", ranks,
-                 replica_diff, replica_diff == 0 ? " (identical)" : " (resynchronized)");
-  spdlog::info("stopped at step {} ({}); {:.0f}s of training; checkpoint in {}", p.step, outcome.stop_reason,
-               elapsed(), run.checkpoint());
+    say.info(concat(ranks, " ranks; largest difference of a rank's parameters from rank 0's: ",
+                    num("%g", replica_diff), replica_diff == 0 ? " (identical)" : " (resynchronized)"));
+  say.info(concat("stopped at step ", p.step, " (", outcome.stop_reason, "); ", num("%.0f", elapsed()),
+                  "s of training; checkpoint in ", run.checkpoint()));
   return outcome;
 }
 
@@ -563,7 +583,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
 // rank serves all batches from the shared data order but computes only its share, the gradient
 // buffer is summed over the ranks before the update, and every decision to stop is agreed on.
 // With one rank every collective is the identity and the run is the single-process run.
-TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::atomic<bool>* stop) {
+TrainOutcome train_translator(TrainConfig c, const std::string& config_toml, const RunHooks& hooks,
+                              const std::atomic<bool>* stop) {
   // A build without MPI runs alone under a launcher of one process (e.g. srun), and refuses to
   // be one of several: each would train alone, all into the same directory.
   if (!mpi_built() && !c.distributed)
@@ -572,11 +593,11 @@ TrainOutcome train(TrainConfig c, const std::string& config_toml, const std::ato
   const bool join = c.distributed || (mpi_built() && launched_by_mpi());
   const ProcessGroup group = join ? ProcessGroup::world() : ProcessGroup();
   try {
-    return train_in(group, std::move(c), config_toml, stop);
+    return train_in(group, std::move(c), config_toml, hooks, stop);
   } catch (...) {
     group.fail();  // the other ranks may be waiting for this one: end the job
     throw;
   }
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

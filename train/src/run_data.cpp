@@ -1,18 +1,18 @@
-#include "run_data.h"
+#include "rosetta/train/run_data.h"
 
 #include <algorithm>
 #include <numeric>
 #include <set>
 
-#include <spdlog/fmt/fmt.h>
-
 #include "rosetta/core/io.h"
 #include "rosetta/core/random.h"
 #include "rosetta/data/ding.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace {
+using rosetta::detail::concat;
+
 data::Corpus read_corpus(const std::string& tsv, const std::string& src, const std::string& tgt) {
   return tsv.empty() ? data::read_aligned(src, tgt) : data::read_tsv(tsv);
 }
@@ -37,8 +37,8 @@ std::vector<data::SentencePair> read_extra(const TrainConfig& c, const data::Cor
   }
   std::vector<data::SentencePair> out;
   for (size_t i : idx) out.push_back(std::move(extra.pairs[i]));
-  d.notes.push_back(fmt::format("extra training pairs: {} of {} read from {}{}{}", out.size(), read,
-                                c.extra_train, overlapping ? fmt::format(" ({} dropped: text of a validation pair)", overlapping) : "",
+  d.notes.push_back(concat("extra training pairs: ", out.size(), " of ", read, " read from ", c.extra_train,
+                                overlapping ? concat(" (", overlapping, " dropped: text of a validation pair)") : "",
                                 c.extra_tag ? ", sources tagged" : ""));
   return out;
 }
@@ -74,12 +74,12 @@ void make_copy_task(const TrainConfig& c, RunData& d) {
 void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
                     RunData& d) {
   const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
-  d.notes.push_back(fmt::format("training corpus: {} pairs read, {} skipped as empty", train.read,
-                                train.skipped_empty));
+  d.notes.push_back(concat("training corpus: ", train.read, " pairs read, ", train.skipped_empty,
+                                " skipped as empty"));
   data::Corpus valid;
   if (!c.valid.empty() || !c.valid_src.empty()) {
     valid = read_corpus(c.valid, c.valid_src, c.valid_tgt);
-    d.notes.push_back(fmt::format("validation corpus: {} pairs", valid.pairs.size()));
+    d.notes.push_back(concat("validation corpus: ", valid.pairs.size(), " pairs"));
   }
   const std::vector<data::SentencePair> extra = read_extra(c, valid, d);  // before the slow tokenizer
   if (group.is_root()) {
@@ -112,8 +112,8 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   const auto src_tok = data::Tokenizer::from_serialized(d.src_model, run.src_model());
   const auto tgt_tok = data::Tokenizer::from_serialized(d.tgt_model, run.tgt_model());
   if (!resuming)
-    d.notes.push_back(fmt::format("tokenizer: {} vocabulary, {} source and {} target pieces",
-                                  c.joint_vocab ? "joint" : "separate", src_tok.vocab_size(), tgt_tok.vocab_size()));
+    d.notes.push_back(concat("tokenizer: ", c.joint_vocab ? "joint" : "separate", " vocabulary, ", src_tok.vocab_size(),
+                                  " source and ", tgt_tok.vocab_size(), " target pieces"));
   d.codec = Codec::sentencepiece(src_tok, tgt_tok);
 
   // The training pairs as text: the sentence pairs --train-repeat times, then the extra pairs.
@@ -132,8 +132,8 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   std::vector<size_t> kept;
   const size_t dropped = data::filter_by_tokens(d.train, size_t(c.src_limit()), size_t(c.tgt_limit()), &kept);
   if (dropped)
-    d.notes.push_back(fmt::format("dropped {} training pairs longer than {}/{} tokens", dropped, c.src_limit(),
-                                  c.tgt_limit()));
+    d.notes.push_back(concat("dropped ", dropped, " training pairs longer than ", c.src_limit(), "/",
+                              c.tgt_limit(), " tokens"));
   ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length (--max-src-len ",
                 c.src_limit(), ", --max-tgt-len ", c.tgt_limit(), ")");
   if (c.sp_nbest > 1) {
@@ -150,8 +150,8 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
     o.max_src = size_t(c.src_limit());
     o.max_tgt = size_t(c.tgt_limit());
     d.sampler = std::make_shared<data::SegmentationSampler>(kept_text, src_tok, tgt_tok, o, kept_prefix);
-    d.notes.push_back(fmt::format("subword regularization: one of the {} best segmentations per epoch, alpha {}",
-                                  c.sp_nbest, c.sp_alpha));
+    d.notes.push_back(concat("subword regularization: one of the ", c.sp_nbest,
+                                  " best segmentations per epoch, alpha ", c.sp_alpha));
   }
   kept.clear();
   d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
@@ -165,4 +165,4 @@ void write_tokenizers(const RunPaths& run, const RunData& d) {
   write_file_atomic(run.tgt_model(), d.tgt_model);
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,4 +1,4 @@
-#include "resources.h"
+#include "rosetta/train/resources.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "errors.h"
 #include "rosetta/core/check.h"
-#include "train_layer.h"
+#include "rosetta/train/checkpoint.h"
+#include "rosetta/train/translator.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace fs = std::filesystem;
 
@@ -344,9 +344,9 @@ void keeping_last_checkpoint(const std::string& checkpoint, const std::function<
     write();
   } catch (const Error& e) {
     fail(e.what());
-  } catch (const std::bad_alloc& e) {  // the file is serialized whole before it is written
-    fail(error_message(e));
+  } catch (const std::bad_alloc&) {  // the file is serialized whole before it is written
+    fail("out of memory: an allocation failed (std::bad_alloc) while the checkpoint was serialized");
   }
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,19 +1,19 @@
 // The data of a training run: corpora read and checked, tokenizers trained (or those of the run
 // being resumed), pairs tokenized and filtered by length, and the training-side noise
-// (sampled segmentations) that `rosetta train` draws per epoch.
+// (sampled segmentations) that train_translator draws per epoch.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "train_layer.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/noise.h"
-#include "train_config.h"
-#include "train_layer.h"
+#include "rosetta/train/config.h"
+#include "rosetta/train/process_group.h"
+#include "rosetta/train/translator.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 struct RunData {
   Codec codec;
@@ -26,7 +26,7 @@ struct RunData {
   // The tokenizers as src.model / tgt.model hold them (empty for the copy task); every
   // checkpoint records their checksums, so that swapped files are detected.
   std::string src_model, tgt_model;
-  std::vector<std::string> notes;  // what reading the data found, logged once the run's log is open
+  std::vector<std::string> notes;  // what reading the data found, for the caller to log once the run's log is open
 };
 
 // The source tag of extra pairs: bos, which no source holds otherwise (sources carry neither
@@ -44,4 +44,4 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
 
 void write_tokenizers(const RunPaths& run, const RunData& d);
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

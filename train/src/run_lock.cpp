@@ -1,4 +1,4 @@
-#include "run_lock.h"
+#include "rosetta/train/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,12 +11,10 @@
 #include <system_error>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace fs = std::filesystem;
 
@@ -100,7 +98,7 @@ RunLock::RunLock(const std::string& dir, bool create) : dir_(dir) {
   const std::string owner = std::to_string(::getpid()) + " " + host_name() + "\n";
   // Without the record the lock still holds; a trainer refused then says "PID unknown".
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, owner.data(), owner.size(), 0) != ssize_t(owner.size()))
-    spdlog::warn("{}: cannot record this process in the lock file: {}", file, errno_text(errno));
+    warning_ = file + ": cannot record this process in the lock file: " + errno_text(errno);
 }
 
 RunLock::~RunLock() {
@@ -113,4 +111,4 @@ RunLock::~RunLock() {
   ::close(fd_);
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -13,9 +13,9 @@
 
 #include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
-#include "train_config.h"
+#include "rosetta/train/config.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 // "2G", "512M", "1.5GiB", "64k", "1T" (powers of 1024; B, iB suffixes optional) or a number of
 // bytes. Throws rosetta::Error naming `flag` for anything else, or a size that is not positive.
@@ -92,4 +92,4 @@ std::function<void(int64_t rows, int64_t src_len)> decoding_check(const MemoryBu
 // intact (with its step), or none.
 void keeping_last_checkpoint(const std::string& checkpoint, const std::function<void()>& write);
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -1,18 +1,38 @@
-// The training loop behind `rosetta train`: data, tokenizers, model, optimizer, validation,
-// checkpoints (atomic), exact resume, and the run directory's logs.
+// A training run of a translator (or of the synthetic copy task) in a run directory: data,
+// tokenizers, model, optimizer, validation, checkpoints (atomic), exact resume, metrics.jsonl,
+// over thread replicas and MPI ranks. `rosetta train` is this with flags, logging and a
+// progress line; a program of its own calls it with a TrainConfig and the hooks it wants.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
-#include "train_config.h"
+#include "rosetta/train/config.h"
+#include "rosetta/train/translator.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 struct TrainOutcome {
   int64_t steps = 0;
   double best_valid = 0;      // of --best-metric; NaN when never validated
   std::string stop_reason;     // "max-steps", "max-epochs", "max-time", "early-stopping", "interrupted"
+  bool root = true;            // this process speaks for the run (rank 0 of an MPI job, or alone)
+};
+
+// What the run tells its caller (the library itself never logs). Every hook may be empty. In an
+// MPI job, only rank 0 calls them, but `warn`, which every rank calls.
+struct RunHooks {
+  std::function<void(const std::string&)> info;  // a line for the log
+  std::function<void(const std::string&)> warn;
+  // When set, the periodic training line goes here, short, as a progress display, instead of
+  // to `info` (metrics.jsonl has it either way).
+  std::function<void(const std::string&)> progress;
+  // The run directory exists (the root's, after the data was read): e.g. log to its train.log.
+  std::function<void(const RunPaths&)> run_dir_ready;
+  // After a validation, on the root: e.g. record the translations and rewrite a report. An
+  // exception it throws is passed to `warn`; training goes on.
+  std::function<void(const RunPaths&, int64_t step, const TranslationScores&)> validated;
 };
 
 // Runs (or resumes) a training run as configured; a new run writes `config_toml` (the
@@ -21,7 +41,7 @@ struct TrainOutcome {
 // Throws rosetta::Error on bad input or a non-finite loss with --on-nonfinite stop.
 //
 // Data-parallel: started by an MPI launcher (`mpirun -np N rosetta train ...`) or with
-// --distributed, the run spans the N processes ("ranks") of the MPI job:
+// `distributed`, the run spans the N processes ("ranks") of the MPI job:
 //   - an update takes N x accum consecutive batches of the (identically seeded) data order;
 //     rank r computes batches r, r + N, ...; the gradients are weighted by each batch's share of
 //     the update's target tokens and summed over the ranks (MPI_Allreduce on the optimizer's
@@ -35,7 +55,7 @@ struct TrainOutcome {
 //   - a signal to any rank, --max-time and early stopping stop all ranks at the same update;
 //     an error on any rank aborts the job.
 // Threads per rank: --threads, else OMP_NUM_THREADS, else this machine's cores / its ranks.
-TrainOutcome train(TrainConfig config, const std::string& config_toml,
-                   const std::atomic<bool>* stop = nullptr);
+TrainOutcome train_translator(TrainConfig config, const std::string& config_toml, const RunHooks& hooks = {},
+                              const std::atomic<bool>* stop = nullptr);
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 class RunLock {
  public:
@@ -23,11 +23,15 @@ class RunLock {
   RunLock& operator=(const RunLock&) = delete;
 
   static std::string path(const std::string& dir) { return dir + "/train.lock"; }
+  // Empty, or why this process could not record itself (PID, host) in the lock file: the lock
+  // still holds, but a trainer refused by it says "PID unknown". For the caller to warn about.
+  const std::string& warning() const { return warning_; }
 
  private:
   std::string dir_;
   int fd_ = -1;
   bool created_dir_ = false;
+  std::string warning_;
 };
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

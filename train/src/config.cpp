@@ -1,0 +1,115 @@
+#include "rosetta/train/config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "rosetta/core/check.h"
+
+namespace rosetta::train {
+
+std::string model_option_flag(const std::string& key) {
+  if (key == "norm_first") return "--norm";
+  std::string flag = "--" + key;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+namespace {
+void positive(const char* flag, int64_t v) { ROSETTA_CHECK(v > 0, "--", flag, " must be positive, got ", v); }
+void non_negative(const char* flag, double v) {
+  ROSETTA_CHECK(v >= 0 && std::isfinite(v), "--", flag, " must be a non-negative number, got ", v);
+}
+}  // namespace
+
+void TrainConfig::validate() const {
+  positive("vocab-size", vocab_size);
+  non_negative("max-src-len", double(max_src_len));
+  non_negative("max-tgt-len", double(max_tgt_len));
+  model.validate(model_option_flag);
+  ROSETTA_CHECK(word_dropout >= 0 && word_dropout < 1, "--word-dropout ", word_dropout, " outside [0, 1)");
+  positive("train-repeat", train_repeat);
+  ROSETTA_CHECK(extra_max >= 0, "--extra-max must not be negative, got ", extra_max);
+  ROSETTA_CHECK(sp_nbest >= 0 && sp_nbest <= 64, "--sp-nbest ", sp_nbest, " outside [0, 64]");
+  non_negative("sp-alpha", sp_alpha);
+  ROSETTA_CHECK(sp_nbest < 2 || tokenizer == "unigram", "--sp-nbest ", sp_nbest,
+                " needs --tokenizer unigram: a BPE model has one segmentation per sentence");
+  ROSETTA_CHECK(ema >= 0 && ema < 1, "--ema ", ema, " outside [0, 1)");
+  ROSETTA_CHECK(keep_checkpoints >= 0, "--keep-checkpoints must not be negative, got ", keep_checkpoints);
+  ROSETTA_CHECK(std::isfinite(valid_length_penalty), "--valid-length-penalty must be a number");
+  ROSETTA_CHECK(best_metric == "loss" || valid_bleu_sentences > 0, "--best-metric ", best_metric,
+                " needs validation translations (--valid-bleu-sentences > 0)");
+  ROSETTA_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing ", label_smoothing,
+                " outside [0, 1)");
+  ROSETTA_CHECK(lr > 0 && std::isfinite(lr), "--lr must be positive, got ", lr);
+  ROSETTA_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "--beta1/--beta2 outside [0, 1)");
+  non_negative("eps", eps);
+  non_negative("weight-decay", weight_decay);
+  non_negative("momentum", momentum);
+  non_negative("clip", clip);
+  ROSETTA_CHECK(warmup >= 0, "--warmup must not be negative, got ", warmup);
+  positive("max-tokens", max_tokens);
+  // A batch holds at least one sequence of the longest length the model accepts.
+  ROSETTA_CHECK(max_tokens >= model.max_len(), "--max-tokens ", max_tokens, " is smaller than --max-len ", model.max_len(),
+                ": a batch must hold at least one sequence of the longest length");
+  positive("accum", accum);
+  ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0 && early_stopping >= 0,
+                "--max-steps, --max-epochs and --early-stopping must not be negative");
+  ROSETTA_CHECK(validate_every >= 0 && save_every >= 0 && valid_bleu_sentences >= 0,
+                "--validate-every, --save-every and --valid-bleu-sentences must not be negative");
+  positive("log-every", log_every);
+  positive("valid-beam", valid_beam);
+  ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
+  ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
+  ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == "copy",
+                "--share-embeddings needs --joint-vocab");
+  max_time_seconds();
+  if (task == "copy") {
+    positive("copy-symbols", copy_symbols);
+    positive("copy-min-len", copy_min_len);
+    ROSETTA_CHECK(copy_max_len >= copy_min_len, "--copy-max-len ", copy_max_len, " < --copy-min-len ",
+                  copy_min_len);
+    positive("copy-train-size", copy_train_size);
+    positive("copy-valid-size", copy_valid_size);
+    ROSETTA_CHECK(copy_max_len <= model.max_len() - 2, "--copy-max-len ", copy_max_len,
+                  " does not fit --max-len ", model.max_len());
+  } else {
+    ROSETTA_CHECK(!train.empty() || (!src.empty() && !tgt.empty()),
+                  "no training data: give --train FILE.tsv, or --src FILE --tgt FILE (or --task copy)");
+    ROSETTA_CHECK(train.empty() || src.empty(), "give either --train or --src/--tgt, not both");
+    ROSETTA_CHECK(src.empty() == tgt.empty(), "--src and --tgt go together");
+    ROSETTA_CHECK(valid_src.empty() == valid_tgt.empty(), "--valid-src and --valid-tgt go together");
+    // Sources enter the encoder as they are; targets get bos (decoder input) or eos (output).
+    const int64_t max_len = model.max_len();
+    ROSETTA_CHECK(src_limit() <= max_len, "--max-src-len ", max_src_len, " is longer than --max-len ", max_len);
+    ROSETTA_CHECK(max_len >= 2 && tgt_limit() < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
+                  " (a target takes its length + 1 positions)");
+  }
+}
+
+double TrainConfig::max_time_seconds() const {
+  if (max_time.empty()) return 0;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(max_time, &used);
+  } catch (const std::exception&) {
+    ROSETTA_FAIL("--max-time '", max_time, "' is not a duration (e.g. 900, 900s, 15m, 2h)");
+  }
+  const std::string unit = max_time.substr(used);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  ROSETTA_CHECK(scale > 0 && v >= 0 && std::isfinite(v), "--max-time '", max_time,
+                "' is not a duration (e.g. 900, 900s, 15m, 2h)");
+  return v * scale;
+}
+
+nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt_vocab) const {
+  return nn::TransformerOptions(model)
+      .src_vocab(src_vocab)
+      .tgt_vocab(tgt_vocab)
+      .share_embeddings(model.share_embeddings() && src_vocab == tgt_vocab);
+}
+
+}  // namespace rosetta::train
