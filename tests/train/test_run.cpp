@@ -1,0 +1,126 @@
+// A whole training run from the library (train/run.h), as `rosetta train` makes it but with the
+// caller's hooks: the run directory's files, the log lines through the hooks (the library
+// itself logs nothing), validations, and a resumed run that ends where an uninterrupted one does.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "rosetta/core/io.h"
+#include "rosetta/core/safetensors.h"
+#include "rosetta/train/run.h"
+#include "support.h"
+
+using namespace rosetta;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("rosetta-test-run-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p.string();
+}
+
+// The copy task on a tiny model: no files needed.
+train::TrainConfig tiny_copy_run(const std::string& out, int64_t steps) {
+  train::TrainConfig c;
+  c.task = "copy";
+  c.out = out;
+  c.model.d_model(16).heads(2).ff(32).encoder_layers(1).decoder_layers(1).max_len(16);
+  c.copy_train_size = 400;
+  c.copy_valid_size = 20;
+  c.max_tokens = 256;
+  c.max_steps = steps;
+  c.validate_every = 4;
+  c.save_every = 4;
+  c.log_every = 2;
+  c.valid_bleu_sentences = 20;
+  c.threads = 1;
+  return c;
+}
+
+struct Heard {
+  std::vector<std::string> info, warn;
+  std::vector<int64_t> validated;
+  int run_dir_ready = 0;
+  train::RunHooks hooks() {
+    train::RunHooks h;
+    h.info = [this](const std::string& s) { info.push_back(s); };
+    h.warn = [this](const std::string& s) { warn.push_back(s); };
+    h.run_dir_ready = [this](const train::RunPaths&) { ++run_dir_ready; };
+    h.validated = [this](const train::RunPaths&, int64_t step, const train::TranslationScores& v) {
+      REQUIRE(std::isfinite(v.loss));
+      validated.push_back(step);
+    };
+    return h;
+  }
+  bool said(const std::string& start) const {
+    for (const auto& line : info)
+      if (line.rfind(start, 0) == 0) return true;
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("train_translator runs in a directory and speaks only through its hooks", "[train][run]") {
+  const std::string dir = fresh_dir("hooks");
+  Heard heard;
+  const train::TrainOutcome r = train::train_translator(tiny_copy_run(dir, 8), "task = \"copy\"\n", heard.hooks());
+  REQUIRE(r.steps == 8);
+  REQUIRE(r.stop_reason == "max-steps");
+  REQUIRE(r.root);
+  REQUIRE(heard.run_dir_ready == 1);
+  REQUIRE(heard.validated == std::vector<int64_t>{4, 8});
+  REQUIRE(heard.said("starting run in " + dir));
+  REQUIRE(heard.said("step 2 epoch 0 loss "));
+  REQUIRE(heard.said("valid step 8: loss "));
+  REQUIRE(heard.said("stopped at step 8 (max-steps)"));
+  REQUIRE(heard.warn.empty());
+  const train::RunPaths run(dir);
+  for (const std::string& f : {run.config(), run.checkpoint(), run.best(), run.ema(), run.metrics(), run.translations()})
+    REQUIRE(fs::exists(f));
+  REQUIRE(read_file(run.config()) == "task = \"copy\"\n");
+  // With a progress hook, the training lines go there instead.
+  const std::string dir2 = fresh_dir("progress");
+  Heard quiet;
+  std::vector<std::string> progress;
+  train::RunHooks h = quiet.hooks();
+  h.progress = [&](const std::string& s) { progress.push_back(s); };
+  train::train_translator(tiny_copy_run(dir2, 4), "", h);
+  REQUIRE(progress.size() == 2);
+  REQUIRE(progress[0].rfind("step 2 | epoch 0 | loss ", 0) == 0);
+  REQUIRE_FALSE(quiet.said("step 2 epoch"));
+  fs::remove_all(dir);
+  fs::remove_all(dir2);
+}
+
+TEST_CASE("train_translator resumed halfway ends with the uninterrupted run's weights", "[train][run]") {
+  const std::string whole = fresh_dir("whole"), halves = fresh_dir("halves");
+  train::train_translator(tiny_copy_run(whole, 8), "");
+  train::train_translator(tiny_copy_run(halves, 4), "");
+  train::TrainConfig rest = tiny_copy_run("", 8);
+  rest.resume = halves;
+  Heard heard;
+  train::train_translator(rest, "", heard.hooks());
+  REQUIRE(heard.said("resumed at step 4"));
+  const SafeTensors a = load_safetensors(train::RunPaths(whole).checkpoint());
+  const SafeTensors b = load_safetensors(train::RunPaths(halves).checkpoint());
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (const auto& [name, t] : a.tensors) {
+    const Tensor* u = b.find(name);
+    REQUIRE(u != nullptr);
+    REQUIRE_THAT(*u, test::AllClose(t, 0, 0));
+  }
+  fs::remove_all(whole);
+  fs::remove_all(halves);
+}
+
+TEST_CASE("train_translator refuses a bad configuration before it writes anything", "[train][run]") {
+  const std::string dir = fresh_dir("bad");
+  train::TrainConfig c = tiny_copy_run(dir, 4);
+  c.lr = -1;
+  REQUIRE_THROWS_WITH(train::train_translator(c, ""), Catch::Contains("--lr must be positive"));
+  REQUIRE_FALSE(fs::exists(dir));
+}
