@@ -7,7 +7,7 @@
 #include "decode_args.h"
 #include "log.h"
 #include "rosetta/train/resources.h"
-#include "report.h"
+#include "rosetta/train/report.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
@@ -80,9 +80,9 @@ void run_eval(const EvalArgs& a) {
   // written to is only a warning.
   scores["test"] = a.test.empty() ? a.src + " / " + a.ref : a.test;
   try {
-    write_file_atomic(eval_path(a.model), scores.dump(2) + "\n");
+    write_file_atomic(RunPaths(a.model).eval(), scores.dump(2) + "\n");
   } catch (const Error& e) {
-    spdlog::warn("could not write {}: {}", eval_path(a.model), e.what());
+    spdlog::warn("could not write {}: {}", RunPaths(a.model).eval(), e.what());
   }
 }
 

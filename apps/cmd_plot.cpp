@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "log.h"
-#include "svg.h"
+#include "rosetta/train/svg.h"
 #include "text_io.h"
 #include "train_layer.h"
 

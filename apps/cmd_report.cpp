@@ -1,7 +1,8 @@
 // rosetta report: one self-contained HTML page about one or more training runs (report.h).
 #include "commands.h"
 #include "log.h"
-#include "report.h"
+#include "rosetta/train/report.h"
+#include "train_layer.h"
 #include "rosetta/core/tensor.h"
 #include "text_io.h"
 
@@ -20,7 +21,10 @@ void run_report(const ReportArgs& a) {
   set_num_threads(a.threads);
   ReportOptions o;
   o.attention = !a.no_attention;
-  write_text(a.out, report_html(a.runs, o));
+  std::vector<std::string> warnings;
+  const std::string page = report_html(a.runs, o, &warnings);
+  for (const std::string& w : warnings) spdlog::warn("{}", w);
+  write_text(a.out, page);
   if (!a.out.empty() && a.out != "-")
     spdlog::info("wrote {} ({} run{})", a.out, a.runs.size(), a.runs.size() > 1 ? "s" : "");
 }

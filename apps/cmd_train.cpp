@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "log.h"
-#include "report.h"
+#include "rosetta/train/report.h"
 #include "rosetta/core/check.h"
 #include "rosetta/train/run.h"
 #include "train_config.h"
@@ -66,7 +66,9 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml) {
   hooks.validated = [](const RunPaths& run, int64_t step, const TranslationScores& v) {
     try {  // the report follows the run; it never stops training
       if (!v.hyp.empty()) append_translations(run.dir, step, v.src, v.ref, v.hyp);
-      write_report({run.dir}, run.report());
+      std::vector<std::string> warnings;
+      write_report({run.dir}, run.report(), {}, &warnings);
+      for (const std::string& w : warnings) spdlog::warn("{}", w);
     } catch (const std::exception& e) {
       spdlog::warn("could not update {}: {}", run.report(), e.what());
     }

@@ -6,7 +6,7 @@
 #include "log.h"
 #include "rosetta/train/resources.h"
 #include "rosetta/core/io.h"
-#include "svg.h"
+#include "rosetta/train/svg.h"
 #include "text_io.h"
 #include "train_layer.h"
 

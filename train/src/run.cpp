@@ -29,6 +29,7 @@
 #include "rosetta/train/checkpoint.h"
 #include "rosetta/train/metrics.h"
 #include "rosetta/train/process_group.h"
+#include "rosetta/train/report.h"
 #include "rosetta/train/replicas.h"
 #include "rosetta/train/resources.h"
 #include "rosetta/train/run_data.h"
@@ -189,13 +190,10 @@ void truncate_metrics(const RunPaths& run, int64_t step) {
 
 using ValidResult = TranslationScores;
 
-// The validation sentences whose translations every validation returns (hooks.validated).
-constexpr size_t kRecordedSentences = 5;
-
 ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
   const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
   return validate_translation(model, d.codec, d.valid, d.valid_text, c.max_tokens, size_t(c.valid_bleu_sentences),
-                              search, kRecordedSentences, group);
+                              search, kReportSentences, group);
 }
 
 // Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same

@@ -39,6 +39,7 @@ struct RunPaths {
   std::string metrics() const { return dir + "/metrics.jsonl"; }
   std::string translations() const { return dir + "/translations.jsonl"; }  // validation sentences translated
   std::string report() const { return dir + "/report.html"; }
+  std::string eval() const { return dir + "/eval.json"; }  // the last rosetta eval's scores
 };
 
 // The weights snapshots in a run directory, (step, path) by increasing step: the files named

@@ -1,4 +1,4 @@
-// rosetta report: one self-contained HTML page about one or more training runs: curves (against
+// The run report (`rosetta report`): one self-contained HTML page about one or more training runs: curves (against
 // step or wall time, several runs overlaid), configurations side by side, data statistics,
 // test scores, validation translations over time and attention heatmaps of the best model.
 // The page fetches nothing: its style sheet, script and data are inline.
@@ -13,14 +13,11 @@
 #include <string_view>
 #include <vector>
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 // The validation sentences the trainer records at every validation, for the report.
 inline constexpr size_t kReportSentences = 5;
 
-std::string translations_path(const std::string& run_dir);  // RUN/translations.jsonl
-std::string report_path(const std::string& run_dir);        // RUN/report.html
-std::string eval_path(const std::string& run_dir);          // RUN/eval.json (rosetta eval)
 
 // Appends {"step": S, "src": [...], "ref": [...], "hyp": [...]}, the first kReportSentences of
 // each, as one line of RUN/translations.jsonl, flushed.
@@ -35,13 +32,15 @@ struct ReportOptions {
 };
 
 // The page for the run directories `runs` (one or more). A malformed line of a run's files is
-// skipped with a warning (logged, and listed on the page) naming the file and line; throws only
-// when a run directory does not exist.
-std::string report_html(const std::vector<std::string>& runs, const ReportOptions& options = {});
+// skipped with a warning naming the file and line, listed on the page and appended to
+// `warnings` (when given) for the caller to report; throws only when a run directory does not
+// exist.
+std::string report_html(const std::vector<std::string>& runs, const ReportOptions& options = {},
+                        std::vector<std::string>* warnings = nullptr);
 
 // report_html written to `out` atomically.
-void write_report(const std::vector<std::string>& runs, const std::string& out,
-                  const ReportOptions& options = {});
+void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options = {},
+                  std::vector<std::string>* warnings = nullptr);
 
 // Text for HTML: & < > " ' as entities.
 std::string html_escape(std::string_view text);
@@ -50,4 +49,4 @@ std::string html_escape(std::string_view text);
 const char* report_css();
 const char* report_js();
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

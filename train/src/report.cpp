@@ -1,12 +1,13 @@
 // rosetta report (report.h). The C++ side reads the runs, writes the tables (all text escaped)
 // and puts what the script draws (curves, heatmaps) in the page as JSON, in a
 // <script type="application/json"> element whose '<', '>' and '&' are \u escapes.
-#include "report.h"
+#include "rosetta/train/report.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -14,19 +15,15 @@
 #include <map>
 #include <set>
 
-#include "log.h"
+#include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/tokenizer.h"
-#include "train_layer.h"
+#include "rosetta/train/translator.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-std::string translations_path(const std::string& run_dir) { return run_dir + "/translations.jsonl"; }
-std::string report_path(const std::string& run_dir) { return run_dir + "/report.html"; }
-std::string eval_path(const std::string& run_dir) { return run_dir + "/eval.json"; }
 
 namespace {
 
@@ -43,7 +40,7 @@ std::vector<std::string> first_few(const std::vector<std::string>& v) {
 void append_translations(const std::string& run_dir, int64_t step, const std::vector<std::string>& src,
                          const std::vector<std::string>& ref, const std::vector<std::string>& hyp) {
   const json j = {{"step", step}, {"src", first_few(src)}, {"ref", first_few(ref)}, {"hyp", first_few(hyp)}};
-  const std::string path = translations_path(run_dir);
+  const std::string path = RunPaths(run_dir).translations();
   std::ofstream out(path, std::ios::app | std::ios::binary);
   out << dump(j) << "\n";
   out.flush();
@@ -70,13 +67,19 @@ namespace {
 
 // ------------------------------------------------------------------ reading a run
 
-// Problems found while reading: logged as warnings, listed on the page.
+using rosetta::detail::concat;
+
+// printf's formatting of one number: num("%.1f", v).
+std::string num(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
+}
+
+// Problems found while reading: listed on the page, and passed on to the caller.
 struct Notes {
   std::vector<std::string> lines;
-  void warn(const std::string& line) {
-    spdlog::warn("{}", line);
-    lines.push_back(line);
-  }
+  void warn(const std::string& line) { lines.push_back(line); }
 };
 
 // The JSON objects of a .jsonl file (none when it is missing); other lines are skipped with a
@@ -89,11 +92,11 @@ std::vector<json> read_jsonl(const std::string& path, Notes& notes) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      notes.warn(fmt::format("{}:{}: skipped: not a JSON object (a truncated or malformed line)", path, n));
+      notes.warn(concat(path, ":", n, ": skipped: not a JSON object (a truncated or malformed line)"));
       continue;
     }
     if (!j.contains("step") || !j["step"].is_number()) {
-      notes.warn(fmt::format("{}:{}: skipped: no step", path, n));
+      notes.warn(concat(path, ":", n, ": skipped: no step"));
       continue;
     }
     out.push_back(std::move(j));
@@ -109,7 +112,7 @@ double number(const json& j, const char* key) {
 // Six significant digits are plenty for a plot and keep the page small.
 json rounded(double v) {
   if (!std::isfinite(v)) return nullptr;
-  return std::stod(fmt::format("{:.6g}", v));
+  return std::stod(num("%.6g", v));
 }
 
 std::string trim(const std::string& s) {
@@ -276,19 +279,19 @@ Run read_run(const std::string& dir, const ReportOptions& o, Notes& notes) {
   const RunPaths paths(dir);
   Run run;
   run.dir = dir;
-  if (!fs::exists(paths.metrics())) notes.warn(fmt::format("{}: no metrics.jsonl yet", dir));
+  if (!fs::exists(paths.metrics())) notes.warn(dir + ": no metrics.jsonl yet");
   for (json& j : read_jsonl(paths.metrics(), notes)) {
     const std::string kind = j.value("kind", "");
     if (kind == "train") run.train.push_back(std::move(j));
     if (kind == "valid") run.valid.push_back(std::move(j));
   }
-  run.translations = read_jsonl(translations_path(dir), notes);
+  run.translations = read_jsonl(paths.translations(), notes);
   run.config = read_config(paths.config());
   run.facts = read_facts(paths.log());
-  if (fs::exists(eval_path(dir))) {
-    run.eval = json::parse(read_file(eval_path(dir)), nullptr, false);
+  if (fs::exists(paths.eval())) {
+    run.eval = json::parse(read_file(paths.eval()), nullptr, false);
     if (run.eval.is_discarded() || !run.eval.is_object()) {
-      notes.warn(fmt::format("{}: skipped: not a JSON object", eval_path(dir)));
+      notes.warn(paths.eval() + ": skipped: not a JSON object");
       run.eval = nullptr;
     }
   }
@@ -298,7 +301,7 @@ Run read_run(const std::string& dir, const ReportOptions& o, Notes& notes) {
     try {
       run.attention = attention_data(run, o);
     } catch (const std::exception& e) {
-      notes.warn(fmt::format("{}: no attention heatmaps: {}", dir, e.what()));
+      notes.warn(dir + ": no attention heatmaps: " + e.what());
       run.attention = {{"note", std::string("cannot load the model: ") + e.what()}};
     }
   }
@@ -310,13 +313,13 @@ Run read_run(const std::string& dir, const ReportOptions& o, Notes& notes) {
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
-std::string fixed(double v, int digits) { return std::isfinite(v) ? fmt::format("{:.{}f}", v, digits) : "—"; }
+std::string fixed(double v, int digits) { return std::isfinite(v) ? num(("%." + std::to_string(digits) + "f").c_str(), v) : "—"; }
 
 std::string duration(double s) {
   if (!std::isfinite(s)) return "—";
-  if (s < 120) return fmt::format("{:.0f} s", s);
-  if (s < 7200) return fmt::format("{:.1f} min", s / 60);
-  return fmt::format("{:.1f} h", s / 3600);
+  if (s < 120) return num("%.0f s", s);
+  if (s < 7200) return num("%.1f min", s / 60);
+  return num("%.1f h", s / 3600);
 }
 
 // The best (lowest or highest) finite value of `key` in `records`, NaN when none.
@@ -462,7 +465,7 @@ void translations_section(std::string& h, const std::vector<Run>& runs, const Re
     const size_t n = recs.size(), m = std::max<size_t>(2, o.max_translation_rows);
     std::vector<size_t> shown;
     for (size_t k = 0; k < std::min(n, m); ++k) shown.push_back(n <= m ? k : k * (n - 1) / (m - 1));
-    if (n > m) h += fmt::format("<p class=\"note\">{} of {} validations shown</p>", shown.size(), n);
+    if (n > m) h += concat("<p class=\"note\">", shown.size(), " of ", n, " validations shown</p>");
     const json& last = recs.back();
     const size_t sentences = last.contains("src") && last["src"].is_array() ? last["src"].size() : 0;
     for (size_t s = 0; s < sentences; ++s) {
@@ -525,7 +528,8 @@ std::string script_json(const json& j) {
 
 }  // namespace
 
-std::string report_html(const std::vector<std::string>& dirs, const ReportOptions& o) {
+std::string report_html(const std::vector<std::string>& dirs, const ReportOptions& o,
+                        std::vector<std::string>* warnings) {
   ROSETTA_CHECK(!dirs.empty(), "no run directories to report on");
   Notes notes;
   std::vector<Run> runs;
@@ -568,7 +572,7 @@ std::string report_html(const std::vector<std::string>& dirs, const ReportOption
     h += "<section id=\"notes\" class=\"warnings\"><h2>Warnings</h2><ul>";
     for (size_t i = 0; i < std::min<size_t>(notes.lines.size(), 50); ++i)
       h += "<li>" + html_escape(notes.lines[i]) + "</li>";
-    if (notes.lines.size() > 50) h += fmt::format("<li>… and {} more</li>", notes.lines.size() - 50);
+    if (notes.lines.size() > 50) h += concat("<li>… and ", notes.lines.size() - 50, " more</li>");
     h += "</ul></section>\n";
   }
   h += "<section id=\"curves\"><h2>Curves</h2><div class=\"controls\">x axis: <button data-x=\"step\" "
@@ -576,7 +580,7 @@ std::string report_html(const std::vector<std::string>& dirs, const ReportOption
        "<span class=\"sub\">hover for values; solid: training, dashed: validation";
   size_t bucket = 1;
   for (const json& r : data["runs"]) bucket = std::max(bucket, r["train"]["bucket"].get<size_t>());
-  if (bucket > 1) h += fmt::format("; training curves: means of up to {} consecutive records", bucket);
+  if (bucket > 1) h += concat("; training curves: means of up to ", bucket, " consecutive records");
   h += "</span></div><div id=\"charts\" class=\"charts\"></div></section>\n";
   config_section(h, runs);
   facts_section(h, runs);
@@ -585,11 +589,13 @@ std::string report_html(const std::vector<std::string>& dirs, const ReportOption
   attention_section(h, runs);
   h += "<div id=\"tooltip\" class=\"tooltip\" hidden></div>\n<script type=\"application/json\" id=\"report-data\">" +
        script_json(data) + "</script>\n<script>" + report_js() + "</script>\n</body></html>\n";
+  if (warnings) warnings->insert(warnings->end(), notes.lines.begin(), notes.lines.end());
   return h;
 }
 
-void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options) {
-  write_file_atomic(out, report_html(runs, options));
+void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options,
+                  std::vector<std::string>* warnings) {
+  write_file_atomic(out, report_html(runs, options, warnings));
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

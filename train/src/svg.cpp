@@ -1,4 +1,4 @@
-#include "svg.h"
+#include "rosetta/train/svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "rosetta/core/check.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -182,4 +182,4 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights_in,
   return o.str();
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train

@@ -6,7 +6,7 @@
 
 #include "rosetta/core/tensor.h"
 
-namespace rosetta::cli {
+namespace rosetta::train {
 
 struct Series {
   std::string name;
@@ -27,4 +27,4 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights,
 
 std::string xml_escape(const std::string& s);
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::train
