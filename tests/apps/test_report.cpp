@@ -134,10 +134,19 @@ TEST_CASE("report: malformed metrics lines are skipped with a warning, and no te
   const std::string nasty = "<b>Bäume</b> & \"Häuser\" 'x' </script><script>alert(1)</script>";
   const std::string run = work / "run<&\"'>";
   fake_run(run, nasty, "</script><script>alert(2)</script>");
-  const std::string html = rosetta::train::report_html({run});
-  // The malformed lines are named on the page; the good ones are plotted.
+  std::vector<std::string> warnings;
+  const std::string html = rosetta::train::report_html({run}, {}, &warnings);
+  // The malformed lines are named on the page and returned to the caller; the good ones are plotted.
   REQUIRE(html.find("metrics.jsonl:2: skipped") != std::string::npos);
   REQUIRE(html.find("metrics.jsonl:3: skipped") != std::string::npos);
+  REQUIRE(warnings.size() >= 2);
+  REQUIRE(warnings[0].find("metrics.jsonl:2: skipped: not a JSON object") != std::string::npos);
+  // rosetta report logs them.
+  const std::string plain = work / "plain";
+  fake_run(plain, "x", "y");
+  const auto r = run_rosetta("report " + plain + " --out " + std::string(work / "page.html") + " --no-attention");
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.output.find("metrics.jsonl:2: skipped: not a JSON object") != std::string::npos);
   const json data = page_data(html);
   REQUIRE(data["runs"][0]["train"]["step"] == json({1, 3}));
   REQUIRE(data["runs"][0]["train"]["loss"] == json({5.0, nullptr}));
