@@ -103,13 +103,16 @@ int run(const Args& args) {
   charlm::CharLM model(options, gen);
   auto opt = optim::make_adamw(model.parameters(), {.lr = 1e-3, .weight_decay = 0.01});
   const bool bare = args.loop == "bare";
-  const int replicas = bare ? 1 : int(args.replicas > 0 ? args.replicas : get_num_threads());
-  train::Trainer trainer(model, *opt, train::TrainerOptions().replicas(replicas).clip(1.0), [&options] {
-    Generator g(0);  // its weights give way to the model's
-    return std::make_unique<charlm::CharLM>(options, g);
-  });
+  std::optional<train::Trainer> trainer;  // the bare loop has none
+  if (!bare)
+    trainer.emplace(model, *opt,
+                    train::TrainerOptions().replicas(args.replicas > 0 ? int(args.replicas) : get_num_threads()).clip(1.0),
+                    [&options] {
+                      Generator g(0);  // its weights give way to the model's
+                      return std::make_unique<charlm::CharLM>(options, g);
+                    });
   if (!args.resume.empty()) {
-    const auto& meta = train::load_training_checkpoint(load_safetensors(args.resume), args.resume, trainer);
+    const auto& meta = train::load_training_checkpoint(load_safetensors(args.resume), args.resume, *trainer);
     const auto it = meta.find(kDataRng);
     ROSETTA_CHECK(it != meta.end(), args.resume, ": no ", kDataRng, " (not a charlm checkpoint)");
     unsigned long long seed = 0, counter = 0;
@@ -121,7 +124,7 @@ int run(const Args& args) {
               (long long)model.parameter_count(), args.text.c_str(), text.size(),
               (long long)args.batch, (long long)T, get_num_threads(), blas_core_name().c_str());
   std::printf("loop: %s%s\n", bare ? "bare" : "rosetta::train, replicas ",
-              bare ? "" : std::to_string(trainer.replicas()).c_str());
+              bare ? "" : std::to_string(trainer->replicas()).c_str());
 
   // Each replica's loss is the mean over its rows [b0, b1) of x and y; the trainer weights it by
   // its share of the batch's tokens.
@@ -142,7 +145,7 @@ int run(const Args& args) {
   if (!args.metrics.empty()) metrics.emplace(args.metrics);
 
   using Clock = std::chrono::steady_clock;
-  const int64_t first_step = trainer.steps() + 1;
+  const int64_t first_step = bare ? 1 : trainer->steps() + 1;
   const int64_t warmup = args.steps - first_step >= 2 ? 2 : 0;
   Clock::time_point start = Clock::now();
   double first = 0, last = 0;
@@ -157,13 +160,13 @@ int run(const Args& args) {
       opt->zero_grad();
       last = loss.item();
     } else {
-      const train::StepResult r = trainer.step({args.batch}, args.batch * T, lm_loss(x, y));
+      const train::StepResult r = trainer->step({args.batch}, args.batch * T, lm_loss(x, y));
       last = r.loss;
       if (metrics)
         metrics->write({{"kind", std::string("train")}, {"step", step}, {"loss", r.loss}, {"grad_norm", r.grad_norm}});
     }
     if (args.valid_every > 0 && (step % args.valid_every == 0 || step == args.steps)) {
-      const double valid = trainer.evaluate({valid_x.size(0)}, valid_x.numel(), lm_loss(valid_x, valid_y));
+      const double valid = trainer->evaluate({valid_x.size(0)}, valid_x.numel(), lm_loss(valid_x, valid_y));
       std::printf("step %4lld  valid loss %.4f\n", (long long)step, valid);
       if (metrics) metrics->write({{"kind", std::string("valid")}, {"step", step}, {"loss", valid}});
     }
@@ -175,7 +178,7 @@ int run(const Args& args) {
   const double tokens = double((args.steps - first_step + 1 - warmup) * args.batch * T);
   if (args.steps >= first_step) std::printf("tokens/s %.0f\n", tokens / seconds);
   if (!args.save.empty())
-    train::save_training_checkpoint(args.save, trainer,
+    train::save_training_checkpoint(args.save, *trainer,
                                     {{kDataRng, std::to_string(gen.seed()) + " " + std::to_string(gen.counter())}});
   std::printf("weights %s\n", train::tensors_checksum(model.state_dict()).c_str());
   return args.steps - first_step >= 9 && !(last < first) ? 1 : 0;  // runs of 10 updates or more
