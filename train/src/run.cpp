@@ -3,19 +3,15 @@
 #include <signal.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
-#include <cstdlib>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/io.h"
@@ -23,7 +19,6 @@
 #include "rosetta/core/safetensors.h"
 #include "rosetta/data/batch.h"
 #include "rosetta/data/corpus.h"
-#include "rosetta/data/metrics.h"
 #include "rosetta/data/noise.h"
 #include "rosetta/optim/optim.h"
 #include "rosetta/train/checkpoint.h"
@@ -39,7 +34,6 @@
 namespace rosetta::train {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 
 namespace {
 
