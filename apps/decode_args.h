@@ -23,10 +23,12 @@ struct DecodeArgs {
   // A source of S tokens gets at most a * S + b target tokens: a runaway repetition stops there.
   double max_len_a = 1.5;
   int64_t max_len_b = 10;
+  int no_repeat_ngram = 0;   // > 0: no hypothesis repeats an n-gram of this length
   std::string memory_limit;  // "" = what is available (resources.h)
 
   nn::SearchOptions options() const {
-    return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b);
+    return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b)
+        .no_repeat_ngram(no_repeat_ngram);
   }
 };
 
@@ -38,6 +40,8 @@ inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
       ->check(CLI::Range(0.0, 100.0))->capture_default_str();
   cmd.add_option("--max-len-b", a.max_len_b, "see --max-len-a")->check(CLI::Range(int64_t(0), int64_t(1) << 20))
       ->capture_default_str();
+  cmd.add_option("--no-repeat-ngram", a.no_repeat_ngram, "N > 0: no translation repeats an N-gram of pieces (0: off)")
+      ->check(CLI::Range(0, 64))->capture_default_str();
   cmd.add_option("--memory-limit", a.memory_limit,
                  "memory it may use, e.g. 2G or 512M (default: what is available); a model or batch that "
                  "needs more is refused before it is loaded or decoded");

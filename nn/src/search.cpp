@@ -24,6 +24,19 @@ double normalised(double log_prob, size_t length, double alpha) {
   return log_prob / std::pow(double(std::max<size_t>(length, 1)), alpha);
 }
 
+// The tokens that would complete an n-gram `tokens` already holds: those that followed an
+// earlier occurrence of its last n - 1 tokens.
+std::vector<int32_t> repeating_tokens(const std::vector<int32_t>& tokens, int n) {
+  std::vector<int32_t> banned;
+  const size_t m = size_t(n - 1), len = tokens.size();
+  if (n <= 0 || len < m) return banned;
+  for (size_t s = 0; s + m < len; ++s)  // an occurrence at [s, s + m) followed by tokens[s + m]
+    if (std::equal(tokens.begin() + std::ptrdiff_t(s), tokens.begin() + std::ptrdiff_t(s + m),
+                   tokens.end() - std::ptrdiff_t(m)))
+      banned.push_back(tokens[s + m]);
+  return banned;
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tensor& src,
@@ -32,6 +45,7 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
                 src.shape());
   ROSETTA_CHECK(o.beam() >= 1 && o.n_best() >= 1 && o.n_best() <= o.beam(), "search: beam ",
                 o.beam(), " and n_best ", o.n_best(), " must satisfy 1 <= n_best <= beam");
+  ROSETTA_CHECK(o.no_repeat_ngram() >= 0, "search: no_repeat_ngram must not be negative, got ", o.no_repeat_ngram());
   NoGradGuard no_grad;
   const int64_t B = src.shape()[0], S = src.shape()[1], K = o.beam();
   const int32_t pad = model.options().pad_id();
@@ -83,15 +97,22 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
       };
       std::vector<Cand> cands;
       const size_t keep = size_t(std::min<int64_t>(2 * K, int64_t(j - i) * V));
+      std::vector<float> masked;
       for (size_t r = i; r < j; ++r) {
         const float* row = lp + r * V;
+        const std::vector<int32_t> banned = repeating_tokens(beams[r].tokens, o.no_repeat_ngram());
+        if (!banned.empty()) {
+          masked.assign(row, row + V);
+          for (int32_t tok : banned) masked[size_t(tok)] = -std::numeric_limits<float>::infinity();
+          row = masked.data();
+        }
         // The top `keep` tokens of this row are enough: no other can be in the overall top.
         std::vector<int32_t> idx(V);
         std::iota(idx.begin(), idx.end(), 0);
         std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(keep, V), idx.end(),
                           [&](int32_t a, int32_t b) { return row[a] > row[b]; });
         for (int64_t k = 0; k < std::min<int64_t>(keep, V); ++k)
-          cands.push_back({beams[r].log_prob + row[idx[k]], r, idx[k]});
+          if (std::isfinite(row[idx[k]])) cands.push_back({beams[r].log_prob + row[idx[k]], r, idx[k]});
       }
       std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.lp > b.lp; });
       const bool last_step = t + 1 >= limit[sent];

@@ -83,3 +83,42 @@ TEST_CASE("search without early stop decodes the full length", "[nn]") {
   const auto hyps = search(m, src, SearchOptions().stop_at_eos(false).max_len_a(0).max_len_b(12));
   for (const auto& h : hyps) REQUIRE(h[0].tokens.size() == 12);
 }
+
+namespace {
+// The first n-gram that `tokens` holds twice, or an empty vector.
+std::vector<int32_t> repeated_ngram(const std::vector<int32_t>& tokens, size_t n) {
+  for (size_t i = 0; i + n <= tokens.size(); ++i)
+    for (size_t j = i + 1; j + n <= tokens.size(); ++j)
+      if (std::equal(tokens.begin() + i, tokens.begin() + i + n, tokens.begin() + j))
+        return {tokens.begin() + i, tokens.begin() + i + n};
+  return {};
+}
+}  // namespace
+
+TEST_CASE("search with no_repeat_ngram never repeats an n-gram, and is plain search when nothing repeats",
+          "[nn]") {
+  Generator g(34);
+  Transformer m = make_model(g);
+  m.eval();
+  // Full-length decoding over 8 words: plain search repeats n-grams (the test would not test
+  // anything otherwise); blocked search does not.
+  const Tensor src = Tensor::from_vector(std::vector<int32_t>{5, 6, 7, 8, 9, 10}, {2, 3});
+  const auto base = SearchOptions().stop_at_eos(false).max_len_a(0).max_len_b(16);
+  for (int beam : {1, 3}) {
+    const auto plain = search(m, src, SearchOptions(base).beam(beam));
+    for (int n : {2, 3}) {
+      const auto blocked = search(m, src, SearchOptions(base).beam(beam).no_repeat_ngram(n));
+      bool plain_repeats = false;
+      for (int64_t b = 0; b < 2; ++b) {
+        plain_repeats = plain_repeats || !repeated_ngram(plain[b][0].tokens, size_t(n)).empty();
+        REQUIRE(blocked[b][0].tokens.size() == 16);
+        REQUIRE(repeated_ngram(blocked[b][0].tokens, size_t(n)).empty());
+        // Up to its first repeat, the plain hypothesis is what blocking would choose too (greedy).
+        if (beam == 1 && repeated_ngram(plain[b][0].tokens, size_t(n)).empty())
+          REQUIRE(blocked[b][0].tokens == plain[b][0].tokens);
+      }
+      REQUIRE(plain_repeats);
+    }
+  }
+  REQUIRE_THROWS_AS(search(m, src, SearchOptions().no_repeat_ngram(-1)), Error);
+}

@@ -22,6 +22,10 @@ struct SearchOptions {
   ROSETTA_ARG(int32_t, bos) = 2;
   ROSETTA_ARG(int32_t, eos) = 3;
   ROSETTA_ARG(bool, stop_at_eos) = true;  // false: always decode the full length (benchmarks)
+  // N > 0: no hypothesis repeats an N-gram of target tokens (a token that would complete one it
+  // already holds is never chosen), against the loops of an undertrained model ("with with
+  // with ..."). 0: off.
+  ROSETTA_ARG(int, no_repeat_ngram) = 0;
 };
 
 struct Hypothesis {
