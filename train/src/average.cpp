@@ -64,6 +64,7 @@ void check_same_model(const std::map<std::string, std::string>& first_meta, cons
 }  // namespace
 
 std::string average_weight_files(const std::vector<AverageInput>& inputs, const std::string& out) {
+  ROSETTA_CHECK(!inputs.empty(), "average: no files to average");
   std::map<std::string, std::string> first_meta, newest_meta;
   std::map<std::string, Tensor> first;   // the first input's weights, to compare the others with
   std::map<std::string, std::vector<double>> sums;
