@@ -19,6 +19,7 @@
 #include "rosetta/core/io.h"
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/train/translator.h"
+#include "number_text.h"
 
 namespace rosetta::train {
 
@@ -69,12 +70,7 @@ namespace {
 
 using rosetta::detail::concat;
 
-// printf's formatting of one number: num("%.1f", v).
-std::string num(const char* spec, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
+using detail::num;
 
 // Problems found while reading: listed on the page, and passed on to the caller.
 struct Notes {

@@ -30,6 +30,7 @@
 #include "rosetta/train/run_data.h"
 #include "rosetta/train/run_lock.h"
 #include "rosetta/train/trainer.h"
+#include "number_text.h"
 
 namespace rosetta::train {
 
@@ -40,12 +41,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using rosetta::detail::concat;
 
-// printf's formatting of one number: num("%.4f", loss).
-std::string num(const char* spec, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, spec, v);
-  return buf;
-}
+using detail::num;
 
 // ------------------------------------------------------------------ run directory
 
