@@ -23,7 +23,9 @@ void MetricsLog::write(const MetricRecord& record) {
 
 std::string MetricsLog::format(const MetricRecord& record) {
   json j = json::object();
-  for (const auto& [key, value] : record)
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (const auto& field : record) {
+    const std::string& key = field.first;
     std::visit(
         [&j, &key](const auto& v) {
           if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
@@ -31,7 +33,8 @@ std::string MetricsLog::format(const MetricRecord& record) {
           else
             j[key] = v;
         },
-        value);
+        field.second);
+  }
   return j.dump();
 }
 
