@@ -21,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <iterator>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -30,7 +29,6 @@
 #include "log.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
-#include "text_io.h"
 #include "train_config.h"
 #include "train_layer.h"
 
@@ -49,11 +47,6 @@ struct SweepArgs {
   std::vector<std::string> common;  // train flags for every run (after --)
 };
 
-struct Config {  // one line of the grid: NAME FLAGS...
-  std::string name, where;  // where = "GRID:LINE", for errors
-  std::vector<std::string> flags;
-};
-
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
@@ -69,36 +62,6 @@ std::string shell_words(const std::vector<std::string>& v) {
     s += " " + (plain ? x : "'" + std::regex_replace(x, std::regex("'"), "'\\''") + "'");
   }
   return s;
-}
-
-// ------------------------------------------------------------------ the grid
-
-// The sweep gives every run its --out (or --resume) and --max-time itself.
-bool reserved(const std::string& flag) {
-  for (const std::string r : {"--out", "--resume", "--max-time", "--dump-config"})
-    if (flag == r || flag.rfind(r + "=", 0) == 0) return true;
-  return false;
-}
-
-std::vector<Config> read_grid(const std::string& path) {
-  static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]*");
-  std::vector<Config> grid;
-  const std::vector<std::string> lines = read_lines(path);  // throws naming a missing file
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::istringstream words(lines[i]);
-    std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
-    if (w.empty() || w[0][0] == '#') continue;
-    Config c{w[0], path + ":" + std::to_string(i + 1), {w.begin() + 1, w.end()}};
-    ROSETTA_CHECK(std::regex_match(c.name, kName), c.where, ": '", c.name, "' is not a name (a line is NAME ",
-                  "FLAGS...; a NAME is letters, digits, '.', '_' and '-', starting with a letter or digit)");
-    for (const Config& seen : grid)
-      ROSETTA_CHECK(seen.name != c.name, c.where, ": the name '", c.name, "' is already used at ", seen.where);
-    for (const auto& f : c.flags)
-      ROSETTA_CHECK(!reserved(f), c.where, ": ", f, " is set by the sweep (--out DIR/runs/NAME, --max-time)");
-    grid.push_back(std::move(c));
-  }
-  ROSETTA_CHECK(!grid.empty(), path, ": no configurations (one per line: NAME TRAIN-FLAGS...)");
-  return grid;
 }
 
 // Parses a run's flags as `rosetta train` will (unknown flags, malformed and invalid values), so
@@ -183,127 +146,37 @@ std::string failure(const std::string& log, size_t from, int status) {
 }
 
 // The 1-minute load average: a run under a time budget measures nothing if it shared the cores.
-json load_average() {
+std::optional<double> load_average() {
   std::istringstream in(fs::exists("/proc/loadavg") ? read_file("/proc/loadavg") : "");
   double v;
-  return in >> v ? json(v) : json();
-}
-
-// ------------------------------------------------------------------ records and the table
-
-// What a run's metrics.jsonl says: updates, epochs, training time, best validation values.
-json summarize(const std::string& metrics) {
-  json s = {{"updates", nullptr}, {"epochs", nullptr}, {"train_s", nullptr}, {"best_valid_loss", nullptr},
-            {"best_valid_bleu", nullptr}, {"best_valid_chrf", nullptr}, {"bleu_at_best_loss", nullptr}};
-  std::istringstream in(fs::exists(metrics) ? read_file(metrics) : "");
-  auto num = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number(); };
-  for (std::string line; std::getline(in, line);) {
-    const json j = json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;
-    // The lines are in step order (a resumed run drops those after its checkpoint): the last
-    // line's step is the run's updates, its elapsed_s the time spent training.
-    if (num(j, "step")) s["updates"] = j["step"];
-    if (num(j, "elapsed_s")) s["train_s"] = j["elapsed_s"];
-    if (j.value("kind", "") == "train" && num(j, "epoch")) s["epochs"] = j["epoch"];
-    if (j.value("kind", "") != "valid") continue;
-    auto keep = [&](const char* key, const char* field, bool lower) {
-      if (num(j, field) && (s[key].is_null() || (j[field] < s[key]) == lower)) s[key] = j[field];
-    };
-    if (num(j, "loss") && (s["best_valid_loss"].is_null() || j["loss"] < s["best_valid_loss"]))
-      s["bleu_at_best_loss"] = j.contains("bleu") ? j["bleu"] : json();  // the BLEU of best.safetensors
-    keep("best_valid_loss", "loss", true);
-    keep("best_valid_bleu", "bleu", false);
-    keep("best_valid_chrf", "chrf", false);
-  }
-  return s;
-}
-
-std::vector<json> read_records(const std::string& path) {
-  std::vector<json> records;
-  if (!fs::exists(path)) return records;
-  const std::vector<std::string> lines = read_lines(path);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    json j = json::parse(lines[i], nullptr, false);
-    auto text = [&](const char* key) { return j.is_object() && j.contains(key) && j[key].is_string(); };
-    ROSETTA_CHECK(text("name") && text("flags") && text("status"), path, ":", i + 1,
-                  ": not a sweep record (a JSON object with name, flags and status)");
-    records.push_back(std::move(j));
-  }
-  return records;
-}
-
-const json* find_record(const std::vector<json>& records, const std::string& name) {
-  for (const json& r : records)
-    if (r["name"] == name) return &r;
-  return nullptr;
-}
-
-// A record's value of the selection metric, when it can be selected (done, and validated).
-std::optional<double> metric(const json& r, const std::string& select) {
-  const json& v = r.value("best_valid_" + select, json());
-  if (r.value("status", "") != "done" || !v.is_number()) return std::nullopt;
-  return select == "loss" ? -v.get<double>() : v.get<double>();  // higher is better
-}
-
-// Best first by the metric; runs without a value (failed, never validated) last, in record order.
-void sort_records(std::vector<json>& records, const std::string& select) {
-  std::stable_sort(records.begin(), records.end(), [&](const json& a, const json& b) {
-    const auto x = metric(a, select), y = metric(b, select);
-    return x && (!y || *x > *y);
-  });
-}
-
-std::string cell(const json& v, int digits) {
-  return v.is_number() ? fmt::format("{:.{}f}", v.get<double>(), digits) : "-";
-}
-
-// Sorts the records best first, rewrites DIR/results.md and returns the table. The selection is
-// the first record, when it can be selected.
-std::string write_table(std::vector<json>& records, const SweepArgs& a) {
-  sort_records(records, a.select);
-  const bool selected = !records.empty() && metric(records[0], a.select);
-  auto md = [](const json& v) { return std::regex_replace(v.get<std::string>(), std::regex("\\|"), "\\|"); };
-  std::string t = fmt::format("Sorted by best validation {}; * = selected.\n\n", a.select);
-  t += "| | name | flags | status | updates | epochs | valid loss | BLEU | chrF | BLEU at best loss | train s "
-       "| wall s | load before/after |\n|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
-  for (const json& r : records) {
-    auto num = [&](const char* key, int digits) { return cell(r.value(key, json()), digits); };
-    t += fmt::format("| {} | {} | `{}` | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |\n",
-                     selected && &r == &records[0] ? "*" : "", md(r["name"]), md(r["flags"]), md(r["status"]),
-                     r.contains("error") ? ": " + md(r["error"]) : "", num("updates", 0), num("epochs", 0),
-                     num("best_valid_loss", 4), num("best_valid_bleu", 2), num("best_valid_chrf", 2),
-                     num("bleu_at_best_loss", 2), num("train_s", 1), num("wall_s", 1), num("load_before", 2),
-                     num("load_after", 2));
-  }
-  t += "\nload: the 1-minute load average before and after the run. A run under a time budget that shared "
-       "the cores with other work made fewer updates: compare such rows with care.\n";
-  write_file_atomic(a.out + "/results.md", t);
-  return t;
+  return in >> v ? std::optional<double>(v) : std::nullopt;
 }
 
 // ------------------------------------------------------------------ the sweep
 
 // Trains one configuration (`args`: its train command) and returns its record.
-json run_one(const SweepArgs& a, const Config& c, const std::vector<std::string>& args) {
+SweepRecord run_one(const SweepArgs& a, const SweepConfig& c, const std::vector<std::string>& args) {
   const std::string dir = a.out + "/runs/" + c.name, log = dir + ".out";
   const Fd out(log, O_APPEND);
   const size_t log_start = size_t(::lseek(out.fd, 0, SEEK_END));
   const std::string command = "$ " + shell_words(args) + "\n";
   ROSETTA_CHECK(::write(out.fd, command.data(), command.size()) >= 0, log, ": cannot write");
-  json r = {{"name", c.name}, {"flags", join(c.flags)}, {"load_before", load_average()}};
+  SweepRecord r;
+  r.name = c.name;
+  r.flags = join(c.flags);
+  r.load_before = load_average();
   const auto t0 = std::chrono::steady_clock::now();
   const int status = run_child(args, out.fd, out.fd);
   // Interrupted: no record, so that the same command continues this run from its checkpoint.
   ROSETTA_CHECK(!g_signal, "interrupted during run ", c.name, " (kept in ", dir,
                 "); run the same rosetta sweep command again to resume");
-  r["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r["load_after"] = load_average();
-  r["status"] = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "done" : "failed";
-  if (r["status"] == "failed") r["error"] = failure(log, log_start, status);
-  r.update(summarize(RunPaths(dir).metrics()));
-  r["max_time"] = a.max_time;
-  r["common"] = a.common;
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.load_after = load_average();
+  r.status = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "done" : "failed";
+  if (r.status == "failed") r.error = failure(log, log_start, status);
+  r.summarize(RunPaths(dir).metrics());
+  r.max_time = a.max_time;
+  r.common = a.common;
   return r;
 }
 
@@ -321,25 +194,33 @@ json evaluate(const SweepArgs& a, const std::string& name) {
   return json::parse(read_file(test_json));
 }
 
+// Sorts the records best first, rewrites DIR/results.md and returns the table.
+std::string write_table(std::vector<SweepRecord>& records, const SweepArgs& a) {
+  const std::string t = sweep_table(records, a.select);
+  write_file_atomic(a.out + "/results.md", t);
+  return t;
+}
+
 void run_sweep(const SweepArgs& a) {
-  const std::vector<Config> grid = read_grid(a.grid);
+  const std::vector<SweepConfig> grid = read_sweep_grid(a.grid);
   for (const auto& f : a.common)
-    ROSETTA_CHECK(!reserved(f), "the train flags after -- hold ", f, ", which the sweep sets itself");
+    ROSETTA_CHECK(!sweep_sets_flag(f), "the train flags after -- hold ", f, ", which the sweep sets itself");
   ROSETTA_CHECK(a.test.empty() || fs::is_regular_file(a.test), "--test ", a.test, " is not a readable file");
   const std::string results = a.out + "/results.jsonl", runs = a.out + "/runs";
-  std::vector<json> records = read_records(results);
-  for (const json& r : records)
-    ROSETTA_CHECK(r.value("max_time", "") == a.max_time && r.value("common", json()) == json(a.common), results,
-                  ": run '", r["name"].get<std::string>(), "' was trained with another --max-time or other flags ",
-                  "after --; a sweep compares runs under the same budget (use another --out)");
+  std::vector<SweepRecord> records = read_sweep_records(results);
+  for (const SweepRecord& r : records)
+    ROSETTA_CHECK(r.max_time == a.max_time && r.common == a.common, results, ": run '", r.name,
+                  "' was trained with another --max-time or other flags after --; a sweep compares runs under "
+                  "the same budget (use another --out)");
 
   // Every configuration is checked before the first run starts. `args` empty: recorded, skipped.
-  std::vector<std::pair<const Config*, std::vector<std::string>>> plan;
-  for (const Config& c : grid) {
+  std::vector<std::pair<const SweepConfig*, std::vector<std::string>>> plan;
+  for (const SweepConfig& c : grid) {
     const std::string dir = runs + "/" + c.name;
-    if (const json* r = find_record(records, c.name)) {
-      ROSETTA_CHECK(r->at("flags") == join(c.flags), c.where, ": the flags of '", c.name, "' differ from its run ",
-                    "recorded in ", results, " (", r->at("flags").get<std::string>(), "); choose a new name");
+    const auto r = std::find_if(records.begin(), records.end(), [&](const SweepRecord& x) { return x.name == c.name; });
+    if (r != records.end()) {
+      ROSETTA_CHECK(r->flags == join(c.flags), c.where, ": the flags of '", c.name, "' differ from its run ",
+                    "recorded in ", results, " (", r->flags, "); choose a new name");
       plan.push_back({&c, {}});
       continue;
     }
@@ -372,35 +253,41 @@ void run_sweep(const SweepArgs& a) {
     ROSETTA_CHECK(!g_signal, "interrupted before run ", c->name, "; run the same command again to resume");
     spdlog::info("[{}/{}] {}: {} (output in {}/{}.out)", i + 1, plan.size(), c->name, shell_words(args), runs,
                  c->name);
-    const json r = run_one(a, *c, args);
+    const SweepRecord r = run_one(a, *c, args);
     // Appended by rewriting the whole file atomically: a line is never half-written.
-    write_file_atomic(results, (fs::exists(results) ? read_file(results) : "") + r.dump() + "\n");
+    write_file_atomic(results, (fs::exists(results) ? read_file(results) : "") + r.to_json() + "\n");
     records.push_back(r);
-    if (r["status"] == "done")
-      spdlog::info("{}: {} updates, best valid loss {}, BLEU {}, chrF {}", c->name, cell(r["updates"], 0),
-                   cell(r["best_valid_loss"], 4), cell(r["best_valid_bleu"], 2), cell(r["best_valid_chrf"], 2));
+    if (r.status == "done")
+      spdlog::info("{}: {} updates, best valid loss {}, BLEU {}, chrF {}", c->name, sweep_cell(r.updates, 0),
+                   sweep_cell(r.best_valid_loss, 4), sweep_cell(r.best_valid_bleu, 2),
+                   sweep_cell(r.best_valid_chrf, 2));
     else
-      spdlog::warn("{}: failed: {}", c->name, r["error"].get<std::string>());
+      spdlog::warn("{}: failed: {}", c->name, r.error);
     write_table(records, a);  // kept current after every run
   }
 
   // Selection: the best finished run by --select. Only it sees the test set, once.
   std::cout << write_table(records, a);
-  const json* best = !records.empty() && metric(records[0], a.select) ? &records[0] : nullptr;
-  ROSETTA_CHECK(best, "no run finished with a validation ", a.select, " to select by (see ", a.out, "/results.md)");
-  const std::string name = best->at("name");
-  json sel = {{"name", name}, {"flags", best->at("flags")}, {"run", runs + "/" + name}, {"select", a.select}};
-  for (const char* k : {"updates", "best_valid_loss", "best_valid_bleu", "best_valid_chrf", "bleu_at_best_loss"})
-    sel[k] = best->at(k);
+  ROSETTA_CHECK(!records.empty() && records[0].metric(a.select), "no run finished with a validation ", a.select,
+                " to select by (see ", a.out, "/results.md)");
+  const SweepRecord& best = records[0];
+  json sel = json::parse(best.to_json());
+  for (const char* k : {"status", "epochs", "train_s", "wall_s", "load_before", "load_after", "max_time", "common"})
+    sel.erase(k);
+  sel["run"] = runs + "/" + best.name;
+  sel["select"] = a.select;
   write_file_atomic(a.out + "/selected.json", sel.dump(2) + "\n");  // kept should the evaluation fail
-  std::cout << "\nselected: " << name << " (best valid " << a.select << " "
-            << cell(best->at("best_valid_" + a.select), a.select == "loss" ? 4 : 2)
-            << "): " << sel["flags"].get<std::string>() << "\n";
+  const double value = a.select == "loss" ? -*best.metric(a.select) : *best.metric(a.select);
+  std::cout << "\nselected: " << best.name << " (best valid " << a.select << " "
+            << sweep_cell(value, a.select == "loss" ? 4 : 2) << "): " << best.flags << "\n";
   if (a.test.empty()) return;
-  sel["test"] = evaluate(a, name);
+  sel["test"] = evaluate(a, best.name);
   write_file_atomic(a.out + "/selected.json", sel.dump(2) + "\n");
-  std::cout << "test (" << a.test << "): BLEU " << cell(sel["test"]["bleu"], 2) << ", chrF "
-            << cell(sel["test"]["chrf"], 2) << "\n";
+  auto test_cell = [&](const char* k) {
+    const json& v = sel["test"].value(k, json());
+    return sweep_cell(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt, 2);
+  };
+  std::cout << "test (" << a.test << "): BLEU " << test_cell("bleu") << ", chrF " << test_cell("chrf") << "\n";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "rosetta/train/process_group.h"
 #include "rosetta/train/resources.h"
 #include "rosetta/train/run.h"
+#include "rosetta/train/sweep.h"
 #include "rosetta/train/trainer.h"
 #include "rosetta/train/translator.h"
 
