@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "rosetta/nn/transformer.h"
 
@@ -86,6 +87,12 @@ struct TrainConfig {
   int64_t copy_symbols = 10, copy_min_len = 4, copy_max_len = 10, copy_train_size = 20000,
           copy_valid_size = 200;
 
+  // Every field but `model` as an option, in the order of `rosetta train --help`: f(value, field).
+  // `model` comes between the tokenizer and the optimisation options, as f(model, field) with
+  // field.key "model": its own options are nn::TransformerOptions::for_each_field.
+  template <class Self, class F>
+  static void for_each_field(Self& c, F&& f);
+
   // Throws rosetta::Error naming the first invalid value.
   void validate() const;
   // The length filters in effect: --max-src-len/--max-tgt-len, or else what --max-len allows
@@ -96,6 +103,96 @@ struct TrainConfig {
   // `model` for these vocabularies (shared embeddings only when they are equal).
   nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
 };
+
+// One option of TrainConfig: a `rosetta train` flag (--KEY with '-' for '_') and a config.toml key.
+struct ConfigField {
+  const char* key;
+  const char* group;        // of the help
+  const char* description;  // for the help
+  std::vector<std::string> choices = {};  // the values a string option may take
+  bool saved = true;        // false: a flag of one invocation, never in config.toml (--resume)
+};
+
+template <class Self, class F>
+void TrainConfig::for_each_field(Self& c, F&& f) {
+  using C = ConfigField;
+  const char *data = "Data", *noise = "More data and noise", *tok = "Tokenizer", *opt = "Optimisation",
+             *stop = "Stopping", *run = "Run", *copy = "Copy task";
+  f(c.task, C{"task", data, "translate, or copy (synthetic copy task, no files)", {"translate", "copy"}});
+  f(c.train, C{"train", data, "training corpus, TSV: source<TAB>target"});
+  f(c.valid, C{"valid", data, "validation corpus, TSV"});
+  f(c.src, C{"src", data, "training sources, one per line (with --tgt)"});
+  f(c.tgt, C{"tgt", data, "training targets, line-aligned with --src"});
+  f(c.valid_src, C{"valid_src", data, "validation sources (with --valid-tgt)"});
+  f(c.valid_tgt, C{"valid_tgt", data, "validation targets"});
+  f(c.out, C{"out", data, "run directory to create"});
+  f(c.resume, C{"resume", data, "run directory to continue from its last checkpoint", {}, false});
+  f(c.max_src_len, C{"max_src_len", data, "drop pairs whose source has more tokens (0: as many as --max-len allows)"});
+  f(c.max_tgt_len, C{"max_tgt_len", data, "drop pairs whose target has more tokens (0: as many as --max-len allows)"});
+
+  f(c.train_repeat, C{"train_repeat", noise, "each training pair appears this many times per epoch"});
+  f(c.extra_train, C{"extra_train", noise, "extra training pairs, TSV (e.g. phrases.tsv of prepare-corpus --phrases)"});
+  f(c.extra_max, C{"extra_max", noise, "use at most this many extra pairs, a sample fixed by --seed (0: all)"});
+  f(c.extra_tag, C{"extra_tag", noise, "start the sources of extra pairs with a tag token"});
+  f(c.word_dropout, C{"word_dropout", noise, "replace source and decoder-input tokens by <unk> with this probability"});
+  f(c.sp_nbest, C{"sp_nbest", noise, "subword regularization: sample one of the N best segmentations per epoch (< 2: off)"});
+  f(c.sp_alpha, C{"sp_alpha", noise, "subword regularization: P(segmentation) ~ exp(alpha * log-prob)"});
+
+  f(c.vocab_size, C{"vocab_size", tok, "SentencePiece vocabulary size"});
+  f(c.joint_vocab, C{"joint_vocab", tok, "one vocabulary for source and target"});
+  f(c.tokenizer, C{"tokenizer", tok, "unigram or bpe", {"unigram", "bpe"}});
+
+  f(c.model, C{"model", "Model", "the options of nn::TransformerOptions"});
+
+  f(c.label_smoothing, C{"label_smoothing", opt, "label smoothing"});
+  f(c.optimizer, C{"optimizer", opt, "adam, adamw or sgd", {"adam", "adamw", "sgd"}});
+  f(c.lr, C{"lr", opt, "peak learning rate (the factor, for noam)"});
+  f(c.beta1, C{"beta1", opt, "Adam beta1"});
+  f(c.beta2, C{"beta2", opt, "Adam beta2"});
+  f(c.eps, C{"eps", opt, "Adam epsilon"});
+  f(c.weight_decay, C{"weight_decay", opt, "weight decay"});
+  f(c.momentum, C{"momentum", opt, "SGD momentum"});
+  f(c.schedule, C{"schedule", opt, "constant, noam, inverse-sqrt or cosine", {"constant", "noam", "inverse-sqrt", "cosine"}});
+  f(c.warmup, C{"warmup", opt, "warmup steps"});
+  f(c.max_tokens, C{"max_tokens", opt, "token budget per batch (B x padded length)"});
+  f(c.accum, C{"accum", opt, "batches accumulated per update"});
+  f(c.clip, C{"clip", opt, "clip gradients to this global norm (0: off)"});
+
+  f(c.max_steps, C{"max_steps", stop, "stop after this many updates (0: no limit)"});
+  f(c.max_epochs, C{"max_epochs", stop, "stop after this many epochs (0: no limit)"});
+  f(c.max_time, C{"max_time", stop, "stop after this long: seconds, or 90s, 15m, 2h"});
+  f(c.early_stopping, C{"early_stopping", stop, "stop after this many validations without improvement (0: off)"});
+  f(c.best_metric, C{"best_metric", stop, "keep best.safetensors and stop early by validation loss, BLEU or chrF",
+                     {"loss", "bleu", "chrf"}});
+  f(c.ema, C{"ema", stop, "keep an exponential moving average of the weights with this decay (0: off); "
+                          "validation, best.safetensors and ema.safetensors use it"});
+  f(c.keep_checkpoints, C{"keep_checkpoints", stop,
+                          "keep the weights of the last N checkpoints as step-STEP.safetensors (for rosetta average)"});
+
+  f(c.seed, C{"seed", run, "random seed (weights, dropout, data order)"});
+  f(c.threads, C{"threads", run, "threads (0: OMP_NUM_THREADS or all cores)"});
+  f(c.replicas, C{"replicas", run, "model replicas, one per thread, each training a shard of every batch (0: one "
+                                   "per thread for models whose GEMMs are too small for BLAS's threads, else 1)"});
+  f(c.memory_limit, C{"memory_limit", run, "memory the run may use, e.g. 2G or 512M (default: what is available, "
+                                           "from /proc/meminfo and the cgroup's limit); a larger plan is refused "
+                                           "before it starts"});
+  f(c.validate_every, C{"validate_every", run, "validate every N updates (0: only at the end)"});
+  f(c.save_every, C{"save_every", run, "checkpoint every N updates (0: only at the end)"});
+  f(c.log_every, C{"log_every", run, "log training metrics every N updates"});
+  f(c.valid_bleu_sentences, C{"valid_bleu_sentences", run, "validation sentences translated for BLEU/chrF (0: none)"});
+  f(c.valid_beam, C{"valid_beam", run, "beam size for validation translations"});
+  f(c.valid_length_penalty, C{"valid_length_penalty", run, "length penalty for validation translations"});
+  f(c.on_nonfinite, C{"on_nonfinite", run, "a non-finite loss or gradient: skip the update (100 in a row stop the "
+                                           "run), or stop", {"skip", "stop"}});
+  f(c.distributed, C{"distributed", run, "data-parallel over MPI: mpirun -np N rosetta train ... (automatic under "
+                                         "mpirun)", {}, false});
+
+  f(c.copy_symbols, C{"copy_symbols", copy, "distinct symbols"});
+  f(c.copy_min_len, C{"copy_min_len", copy, "shortest sequence"});
+  f(c.copy_max_len, C{"copy_max_len", copy, "longest sequence"});
+  f(c.copy_train_size, C{"copy_train_size", copy, "training sequences"});
+  f(c.copy_valid_size, C{"copy_valid_size", copy, "held-out sequences"});
+}
 
 // The flag of a model option: --d-model for d_model; norm_first is --norm (pre|post).
 std::string model_option_flag(const std::string& key);
