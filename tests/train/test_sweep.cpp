@@ -35,6 +35,7 @@ TEST_CASE("read_sweep_grid reads NAME FLAGS lines and names the line of a bad on
   CHECK(grid[0].flags == std::vector<std::string>{"--lr", "1e-3"});
   CHECK(grid[0].where == d.file("g.txt", "# comment\n\na --lr 1e-3\r\nb\n") + ":3");
   CHECK(grid[1].flags.empty());
+  CHECK(train::read_sweep_grid(d.file("bom.txt", "\xEF\xBB\xBF" "a --lr 1\n"))[0].name == "a");  // as an editor saves it
   CHECK_THROWS_WITH(train::read_sweep_grid(d.file("dup.txt", "a\na --lr 1\n")),
                     Catch::Contains("dup.txt:2: the name 'a' is already used at"));
   CHECK_THROWS_WITH(train::read_sweep_grid(d.file("out.txt", "a --out x\n")),

@@ -19,9 +19,12 @@ using nlohmann::json;
 
 namespace {
 
+// The lines of a text file, CR stripped, a UTF-8 byte order mark dropped.
 std::vector<std::string> lines_of(const std::string& path) {
   std::vector<std::string> lines;
-  std::istringstream in(read_file(path));  // throws naming a missing file
+  std::string text = read_file(path);  // throws naming a missing file
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     lines.push_back(std::move(line));
