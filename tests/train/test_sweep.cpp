@@ -73,6 +73,7 @@ TEST_CASE("a sweep record summarizes metrics.jsonl and survives results.jsonl", 
   REQUIRE(back.size() == 1);
   CHECK(back[0].to_json() == r.to_json());
   CHECK(back[0].common == r.common);
+  CHECK_THAT(r.to_json(), Catch::Contains("\"updates\":200,") && Catch::Contains("\"best_valid_loss\":3.5,"));
   CHECK_THROWS_WITH(train::read_sweep_records(d.file("bad.jsonl", r.to_json() + "\n{\"name\":1}\n")),
                     Catch::Contains("bad.jsonl:2: not a sweep record"));
 }

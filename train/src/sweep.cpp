@@ -1,6 +1,7 @@
 #include "rosetta/train/sweep.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iterator>
 #include <regex>
@@ -110,7 +111,10 @@ std::optional<double> SweepRecord::metric(const std::string& select) const {
 std::string SweepRecord::to_json() const {
   json j = {{"name", name}, {"flags", flags}, {"status", status}};
   if (!error.empty()) j["error"] = error;
-  for_each_number(*this, [&j](const char* key, const std::optional<double>& v) { j[key] = v ? json(*v) : json(); });
+  // Whole numbers (updates, epochs) are written as integers, as metrics.jsonl has them.
+  for_each_number(*this, [&j](const char* key, const std::optional<double>& v) {
+    j[key] = !v ? json() : *v == std::floor(*v) && std::fabs(*v) < 9e15 ? json(int64_t(*v)) : json(*v);
+  });
   j["max_time"] = max_time;
   j["common"] = common;
   return j.dump();
