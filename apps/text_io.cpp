@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
-#include <string_view>
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
@@ -14,32 +13,10 @@ namespace rosetta::cli {
 namespace fs = std::filesystem;
 
 std::vector<std::string> read_lines(const std::string& path) {
-  const bool from_stdin = path.empty() || path == "-";
-  std::string text;
-  if (from_stdin) {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-  } else {
-    text = read_file(path);
-  }
-  const std::string name = from_stdin ? "<stdin>" : path;
-  std::vector<std::string> lines;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + at, end - at);
-    at = end + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (lines.empty() && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
-    const size_t n = lines.size() + 1;
-    ROSETTA_CHECK(line.size() <= kMaxLineBytes, name, ":", n, ": line longer than the limit of ", kMaxLineBytes,
-                  " bytes");
-    data::check_text(line, name, n);
-    lines.emplace_back(line);
-  }
-  return lines;
+  if (!path.empty() && path != "-") return data::read_lines(path);
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  return data::parse_lines(text.str(), "<stdin>");
 }
 
 void write_text(const std::string& path, const std::string& text) {

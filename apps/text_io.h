@@ -2,18 +2,15 @@
 // clear errors naming the file.
 #pragma once
 
-#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace rosetta::cli {
 
-// The longest line read_lines accepts, as the corpus readers (data::ReadOptions).
-inline constexpr size_t kMaxLineBytes = size_t(1) << 20;
-
-// Lines of FILE ("-" or "" = standard input), CR stripped, a UTF-8 byte order mark dropped.
-// Throws naming the file (and line) when it is missing, a directory or unreadable, or a line
-// holds invalid UTF-8 or a NUL byte or is longer than kMaxLineBytes.
+// Lines of FILE ("-" or "" = standard input) as data::read_lines reads them: CR stripped, a
+// UTF-8 byte order mark dropped; throws naming the file (and line) when it is missing, a
+// directory or unreadable, or a line holds invalid UTF-8 or a NUL byte or is longer than the
+// corpus readers' limit (data::ReadOptions).
 std::vector<std::string> read_lines(const std::string& path);
 // Writes text to FILE atomically ("-" or "" = standard output).
 void write_text(const std::string& path, const std::string& text);

@@ -105,6 +105,27 @@ Corpus parse_tsv(std::string_view text, const std::string& name, const ReadOptio
   return read_tsv_from(reader, o);
 }
 
+namespace {
+std::vector<std::string> lines_from(LineReader& reader) {
+  std::vector<std::string> lines;
+  for (std::string line; reader.next(line);) {
+    check_text(line, reader.name(), reader.line_number());
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+}  // namespace
+
+std::vector<std::string> read_lines(const std::filesystem::path& path, const ReadOptions& o) {
+  LineReader reader(path, o.max_line_bytes_);
+  return lines_from(reader);
+}
+
+std::vector<std::string> parse_lines(std::string_view text, const std::string& name, const ReadOptions& o) {
+  LineReader reader(text, name, o.max_line_bytes_);
+  return lines_from(reader);
+}
+
 Corpus read_aligned(const std::filesystem::path& src_path, const std::filesystem::path& tgt_path,
                     const ReadOptions& o) {
   LineReader src(src_path, o.max_line_bytes_);

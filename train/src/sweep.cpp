@@ -12,6 +12,7 @@
 #include "number_text.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
+#include "rosetta/data/corpus.h"
 
 namespace rosetta::train {
 
@@ -19,19 +20,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// The lines of a text file, CR stripped, a UTF-8 byte order mark dropped.
-std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> lines;
-  std::string text = read_file(path);  // throws naming a missing file
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
 
 // The optional numbers of a record and their JSON keys, in the order of results.jsonl.
 template <class Record, class F>
@@ -59,7 +47,7 @@ bool sweep_sets_flag(const std::string& flag) {
 std::vector<SweepConfig> read_sweep_grid(const std::string& path) {
   static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]*");
   std::vector<SweepConfig> grid;
-  const std::vector<std::string> lines = lines_of(path);
+  const std::vector<std::string> lines = data::read_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     std::istringstream words(lines[i]);
     std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
@@ -123,7 +111,7 @@ std::string SweepRecord::to_json() const {
 std::vector<SweepRecord> read_sweep_records(const std::string& path) {
   std::vector<SweepRecord> records;
   if (!fs::exists(path)) return records;
-  const std::vector<std::string> lines = lines_of(path);
+  const std::vector<std::string> lines = data::read_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;
     const json j = json::parse(lines[i], nullptr, false);

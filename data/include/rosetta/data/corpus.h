@@ -60,6 +60,14 @@ Corpus parse_tsv(std::string_view text, const std::string& name, const ReadOptio
 Corpus parse_aligned(std::string_view src_text, std::string_view tgt_text, const std::string& src_name,
                      const std::string& tgt_name, const ReadOptions& options = {});
 
+// The lines of a UTF-8 text file, as the readers above see them (a byte order mark and '\r'
+// line endings dropped; every line checked: valid UTF-8, no NUL, at most max_line_bytes), for
+// line-based input that is not a corpus (texts to translate, sweep grids, JSONL logs). Throws
+// naming "file:line", or the file when it is missing or a directory.
+std::vector<std::string> read_lines(const std::filesystem::path& path, const ReadOptions& options = {});
+// The same on text in memory, `name` standing for the file in errors (e.g. "<stdin>").
+std::vector<std::string> parse_lines(std::string_view text, const std::string& name, const ReadOptions& options = {});
+
 // Writes "src<TAB>tgt\n" lines. Throws when a side holds a tab or a line break (it would not
 // read back), or when the file cannot be written.
 void write_tsv(const std::filesystem::path& path, const std::vector<SentencePair>& pairs);
