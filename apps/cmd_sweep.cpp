@@ -271,15 +271,15 @@ void run_sweep(const SweepArgs& a) {
   ROSETTA_CHECK(!records.empty() && records[0].metric(a.select), "no run finished with a validation ", a.select,
                 " to select by (see ", a.out, "/results.md)");
   const SweepRecord& best = records[0];
-  json sel = json::parse(best.to_json());
-  for (const char* k : {"status", "epochs", "train_s", "wall_s", "load_before", "load_after", "max_time", "common"})
-    sel.erase(k);
-  sel["run"] = runs + "/" + best.name;
+  const json record = json::parse(best.to_json());
+  json sel = {{"run", runs + "/" + best.name}};
+  for (const char* k : {"name", "flags", "updates", "best_valid_loss", "best_valid_bleu", "best_valid_chrf",
+                        "bleu_at_best_loss"})
+    sel[k] = record[k];
   sel["select"] = a.select;
   write_file_atomic(a.out + "/selected.json", sel.dump(2) + "\n");  // kept should the evaluation fail
-  const double value = a.select == "loss" ? -*best.metric(a.select) : *best.metric(a.select);
   std::cout << "\nselected: " << best.name << " (best valid " << a.select << " "
-            << sweep_cell(value, a.select == "loss" ? 4 : 2) << "): " << best.flags << "\n";
+            << sweep_cell(best.best_valid(a.select), a.select == "loss" ? 4 : 2) << "): " << best.flags << "\n";
   if (a.test.empty()) return;
   sel["test"] = evaluate(a, best.name);
   write_file_atomic(a.out + "/selected.json", sel.dump(2) + "\n");

@@ -88,10 +88,12 @@ void SweepRecord::summarize(const std::string& metrics_path) {
   }
 }
 
+std::optional<double> SweepRecord::best_valid(const std::string& select) const {
+  return select == "loss" ? best_valid_loss : select == "chrf" ? best_valid_chrf : best_valid_bleu;
+}
+
 std::optional<double> SweepRecord::metric(const std::string& select) const {
-  const std::optional<double> v = select == "loss"   ? best_valid_loss
-                                  : select == "chrf" ? best_valid_chrf
-                                                     : best_valid_bleu;
+  const std::optional<double> v = best_valid(select);
   if (status != "done" || !v) return std::nullopt;
   return select == "loss" ? -*v : *v;
 }

@@ -38,6 +38,8 @@ struct SweepRecord {
   // Fills updates, epochs, train_s and the best validation values from a run's metrics.jsonl
   // (a missing file leaves them empty).
   void summarize(const std::string& metrics_path);
+  // The best validation value of `select` (bleu, chrf or loss).
+  std::optional<double> best_valid(const std::string& select) const;
   // The value of the selection metric (bleu, chrf or loss), higher is better (minus the loss);
   // empty unless the run is done and validated.
   std::optional<double> metric(const std::string& select) const;
