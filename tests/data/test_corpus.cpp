@@ -146,6 +146,19 @@ TEST_CASE("corpus: the hard line limit", "[data]") {
                     Contains("big.tsv:1: line longer than"));
 }
 
+TEST_CASE("read_lines: lines of any text file, checked as the corpus readers check theirs", "[data]") {
+  TempDir d;
+  // A byte order mark and CRLF dropped; blank lines and tabs kept; no line after a final newline.
+  CHECK(read_lines(d.write("t.txt", "\xEF\xBB\xBF" "a b\r\n\nc\td\n")) == std::vector<std::string>{"a b", "", "c\td"});
+  CHECK(parse_lines("x\ny", "<stdin>") == std::vector<std::string>{"x", "y"});
+  CHECK(parse_lines("", "<stdin>").empty());
+  CHECK_THROWS_WITH(parse_lines("ok\n\xff\n", "<stdin>"), Contains("<stdin>:2: invalid UTF-8"));
+  CHECK(read_lines(d.write("l.txt", "a\n" + std::string(65, 'x'))).size() == 2);  // the default limit is 1 MiB
+  CHECK_THROWS_WITH(read_lines(d.write("l2.txt", "a\n" + std::string(65, 'x')), ReadOptions().max_line_bytes(64)),
+                    Contains("l2.txt:2: line longer than the limit of 64 bytes"));
+  CHECK_THROWS_WITH(read_lines(d.path() / "missing.txt"), Contains("missing.txt: no such file"));
+}
+
 TEST_CASE("corpus: length filters at read time count what they drop", "[data]") {
   TempDir d;
   const auto p = d.write("f.tsv",
