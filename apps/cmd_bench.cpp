@@ -12,6 +12,7 @@
 #include "log.h"
 #include "train_layer.h"
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/cpu.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
 
@@ -91,6 +92,7 @@ struct BenchArgs {
   std::string preset = "small";
   int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::count picks
   bool decode = false, profile_allocs = false;
+  std::string precision = "fp32";
 };
 
 void bench_train(const BenchArgs& a, const Preset& p) {
@@ -202,8 +204,10 @@ void register_bench(CLI::App& app) {
                   "BLAS's threads, else 1)")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
+  cmd->add_option("--precision", a->precision, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->callback([a] {
     set_num_threads(a->threads);
+    set_matmul_precision(parse_precision(a->precision));
     const Preset p = preset(a->preset);
     if (a->decode) bench_decode(*a, p);
     else bench_train(*a, p);

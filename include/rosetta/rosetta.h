@@ -15,6 +15,7 @@
 #include "rosetta/version.h"
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/cpu.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/random.h"

@@ -1,0 +1,108 @@
+// What this CPU can run, which kernels rosetta runs on it, and the precision of its matrix
+// products.
+//
+// Two families of kernels do the GEMMs:
+// - fp32: OpenBLAS's sgemm. Debian's OpenBLAS (DYNAMIC_ARCH) picks a "core" (a kernel set: Zen,
+//   Haswell, SkylakeX, Cooperlake, ...) from the CPU model at load time; on a model it does not
+//   know it falls back to a generic one (Prescott: SSE3), silently, at a fraction of the speed.
+//   blas_kernels() tells which core is running and whether it is below what the CPU can run;
+//   OPENBLAS_CORETYPE, when set, is the user's choice and is reported as such.
+// - bf16 (Precision::bf16): rosetta's own micro-kernels on AVX512_BF16 (VDPBF16PS: pairs of
+//   bf16 products summed into fp32 lanes). Operands are rounded to bf16 (round to nearest even)
+//   as they are packed; products and sums are fp32, and so is the result.
+#pragma once
+
+#include <string>
+
+namespace rosetta {
+
+struct CpuFeatures {
+  std::string vendor;  // "GenuineIntel", "AuthenticAMD", ...
+  std::string brand;   // the processor brand string, as the hypervisor shows it
+  int family = 0, model = 0;
+  // Each true only when the OS also saves the registers it needs (XCR0), so it is usable.
+  bool sse3 = false, avx = false, avx2 = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false;               // VDPBF16PS, VCVTNEPS2BF16
+  bool amx_tile = false, amx_bf16 = false;  // reported; rosetta has no AMX kernels yet
+};
+
+// Read once (cpuid and xgetbv) and cached. On a CPU that is not x86-64 every flag is false.
+const CpuFeatures& cpu_features();
+
+// The widest vector ISA of this CPU as rosetta names it: "AVX-512", "AVX2", "AVX", "SSE3" or
+// "generic", with "+AVX512_BF16" and "+AMX" appended where present.
+std::string cpu_isa_name(const CpuFeatures& f = cpu_features());
+
+// ------------------------------------------------------------------ OpenBLAS's kernels
+
+// Vector ISA levels, in order; what a kernel set needs and what a CPU offers.
+enum class IsaLevel { generic = 0, sse3 = 1, avx = 2, avx2 = 3, avx512 = 4 };
+const char* isa_level_name(IsaLevel l);
+IsaLevel cpu_isa_level(const CpuFeatures& f = cpu_features());
+// The ISA an OpenBLAS core name's sgemm kernels use ("Prescott": sse3, "Haswell" and "Zen":
+// avx2, "SkylakeX", "Cooperlake" and "SapphireRapids": avx512); generic for a name it does not
+// know.
+IsaLevel blas_core_isa(const std::string& core);
+// The OpenBLAS core whose kernels suit this CPU best among those Debian's OpenBLAS 0.3.21
+// carries: "Cooperlake" (AVX-512 with AVX512_BF16), "SkylakeX" (AVX-512), "Haswell" (AVX2 and
+// FMA), "Sandybridge" (AVX), "Prescott"; empty where the CPU is not x86-64.
+std::string blas_core_for(const CpuFeatures& f = cpu_features());
+
+struct BlasKernels {
+  std::string core;        // the core OpenBLAS is running (openblas_get_corename)
+  IsaLevel core_isa = IsaLevel::generic;
+  IsaLevel cpu_isa = IsaLevel::generic;
+  std::string env;         // OPENBLAS_CORETYPE as this process saw it ("" when unset)
+  // The core OpenBLAS picked by itself, when rosetta started again with a better one
+  // (ROSETTA_BLAS_CORE_WAS, set by the CLI's re-exec); "" otherwise.
+  std::string picked_by_openblas;
+  // True when the running core's ISA is below the CPU's: the fp32 GEMMs run slower than they
+  // could.
+  bool below_cpu() const { return core_isa < cpu_isa; }
+};
+BlasKernels blas_kernels();
+
+// One line for logs and reports: ISA, kernels and where they came from, e.g.
+// "CPU AVX-512+AVX512_BF16; fp32 GEMM: OpenBLAS Cooperlake (its own choice)".
+std::string kernels_summary();
+// Empty when the running OpenBLAS core suits the CPU; else a warning that names the fix
+// (OPENBLAS_CORETYPE=<core>), for programs that use the library directly.
+std::string blas_kernels_warning();
+
+// Best GFLOP/s of a square fp32 GEMM of size n (and a bf16 one, when the CPU has AVX512_BF16)
+// on the current threads: the roofs that MFU figures are read against. Takes ~0.2 s at n 2048.
+double measure_sgemm_gflops(int n = 2048);
+double measure_bf16_gemm_gflops(int n = 2048);
+
+// ------------------------------------------------------------------ precision of matmuls
+
+enum class Precision { fp32, bf16 };
+const char* precision_name(Precision p);
+// Parses "fp32" or "bf16"; throws naming the value otherwise.
+Precision parse_precision(const std::string& s);
+
+// True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
+bool bf16_supported();
+
+// The precision of float32 matrix products (matmul, linear, attention) for the whole process:
+// fp32 (the default) or bf16 operands with fp32 accumulation and fp32 results. Weights,
+// gradients, optimizer state, losses, softmax and layer norm stay fp32 either way; float64
+// products (gradchecks) are never affected. Setting bf16 where bf16_supported() is false
+// throws. Set it between steps, not while another thread runs products.
+void set_matmul_precision(Precision p);
+Precision matmul_precision();
+
+// Sets the precision for a scope and restores the previous one.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(Precision p) : saved_(matmul_precision()) { set_matmul_precision(p); }
+  ~MatmulPrecisionScope() { set_matmul_precision(saved_); }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+
+ private:
+  Precision saved_;
+};
+
+}  // namespace rosetta

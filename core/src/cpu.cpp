@@ -1,0 +1,237 @@
+// CPU features (cpuid), OpenBLAS's kernel choice, the GEMM roofs and the matmul precision.
+#include "rosetta/core/cpu.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "gemm_bf16.h"
+#include "rosetta/core/check.h"
+#include "rosetta/core/tensor.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+
+namespace rosetta {
+
+namespace {
+
+#if defined(__x86_64__)
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t(hi) << 32) | lo;
+}
+
+CpuFeatures read_cpu() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return f;
+  const unsigned max_leaf = a;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  f.vendor = vendor;
+  __get_cpuid(1, &a, &b, &c, &d);
+  const unsigned base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+  f.family = int(base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family);
+  f.model = int(base_family == 0x6 || base_family == 0xF ? (((a >> 16) & 0xF) << 4) | base_model : base_model);
+  const bool osxsave = c & (1u << 27);
+  const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+  const bool ymm_os = (xcr0 & 0x6) == 0x6, zmm_os = (xcr0 & 0xE6) == 0xE6;
+  const bool amx_os = (xcr0 & (3ull << 17)) == (3ull << 17);
+  f.sse3 = c & 1u;
+  f.fma = ymm_os && (c & (1u << 12));
+  f.avx = ymm_os && (c & (1u << 28));
+  if (max_leaf >= 7) {
+    __get_cpuid_count(7, 0, &a, &b, &c, &d);
+    f.avx2 = ymm_os && (b & (1u << 5));
+    f.avx512f = zmm_os && (b & (1u << 16));
+    f.avx512dq = zmm_os && (b & (1u << 17));
+    f.avx512bw = zmm_os && (b & (1u << 30));
+    f.avx512vl = zmm_os && (b & (1u << 31));
+    f.amx_bf16 = amx_os && (d & (1u << 22));
+    f.amx_tile = amx_os && (d & (1u << 24));
+    __get_cpuid_count(7, 1, &a, &b, &c, &d);
+    f.avx512_bf16 = zmm_os && (a & (1u << 5));
+  }
+  __get_cpuid(0x80000000, &a, &b, &c, &d);
+  if (a >= 0x80000004) {
+    char brand[49] = {};
+    for (unsigned i = 0; i < 3; ++i) {
+      __get_cpuid(0x80000002 + i, &a, &b, &c, &d);
+      std::memcpy(brand + 16 * i, &a, 4);
+      std::memcpy(brand + 16 * i + 4, &b, 4);
+      std::memcpy(brand + 16 * i + 8, &c, 4);
+      std::memcpy(brand + 16 * i + 12, &d, 4);
+    }
+    std::string s = brand;
+    s.erase(0, s.find_first_not_of(' '));
+    s.erase(s.find_last_not_of(' ') + 1);
+    f.brand = s;
+  }
+  return f;
+}
+#else
+CpuFeatures read_cpu() { return {}; }
+#endif
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::atomic<Precision> g_precision{Precision::fp32};
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = read_cpu();
+  return f;
+}
+
+IsaLevel cpu_isa_level(const CpuFeatures& f) {
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq) return IsaLevel::avx512;
+  if (f.avx2 && f.fma) return IsaLevel::avx2;
+  if (f.avx) return IsaLevel::avx;
+  if (f.sse3) return IsaLevel::sse3;
+  return IsaLevel::generic;
+}
+
+const char* isa_level_name(IsaLevel l) {
+  switch (l) {
+    case IsaLevel::avx512: return "AVX-512";
+    case IsaLevel::avx2: return "AVX2";
+    case IsaLevel::avx: return "AVX";
+    case IsaLevel::sse3: return "SSE3";
+    case IsaLevel::generic: break;
+  }
+  return "generic";
+}
+
+std::string cpu_isa_name(const CpuFeatures& f) {
+  std::string s = isa_level_name(cpu_isa_level(f));
+  if (f.avx512_bf16) s += "+AVX512_BF16";
+  if (f.amx_tile && f.amx_bf16) s += "+AMX";
+  return s;
+}
+
+IsaLevel blas_core_isa(const std::string& core) {
+  std::string c = core;
+  std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  for (const char* n : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (c == n) return IsaLevel::avx512;
+  for (const char* n : {"haswell", "zen", "excavator"})
+    if (c == n) return IsaLevel::avx2;
+  for (const char* n : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
+    if (c == n) return IsaLevel::avx;
+  for (const char* n : {"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "barcelona",
+                        "opteron_sse3", "nano", "bobcat", "katmai", "coppermine", "northwood", "banias",
+                        "athlon", "opteron"})
+    if (c == n) return IsaLevel::sse3;
+  return IsaLevel::generic;
+}
+
+std::string blas_core_for(const CpuFeatures& f) {
+  switch (cpu_isa_level(f)) {
+    case IsaLevel::avx512: return f.avx512_bf16 ? "Cooperlake" : "SkylakeX";
+    case IsaLevel::avx2: return "Haswell";
+    case IsaLevel::avx: return "Sandybridge";
+    case IsaLevel::sse3: return "Prescott";
+    case IsaLevel::generic: break;
+  }
+  return "";
+}
+
+BlasKernels blas_kernels() {
+  BlasKernels k;
+  k.core = blas_core_name();
+  k.core_isa = blas_core_isa(k.core);
+  k.cpu_isa = cpu_isa_level();
+  if (const char* e = std::getenv("OPENBLAS_CORETYPE")) k.env = e;
+  if (const char* w = std::getenv("ROSETTA_BLAS_CORE_WAS"); w && !k.env.empty()) k.picked_by_openblas = w;
+  return k;
+}
+
+std::string kernels_summary() {
+  const BlasKernels k = blas_kernels();
+  std::string s = "CPU " + cpu_isa_name();
+  s += "; fp32 GEMM: OpenBLAS " + k.core + " (" + isa_level_name(k.core_isa) + ", ";
+  if (!k.picked_by_openblas.empty())
+    s += "chosen by rosetta after a self-test: OpenBLAS picked " + k.picked_by_openblas + ")";
+  else if (!k.env.empty())
+    s += "OPENBLAS_CORETYPE=" + k.env + " from the environment)";
+  else
+    s += "OpenBLAS's own choice)";
+  s += "; bf16 GEMM: ";
+  s += detail::gemm_bf16_available() ? "rosetta AVX512_BF16 micro-kernels" : "none (no AVX512_BF16)";
+  return s;
+}
+
+std::string blas_kernels_warning() {
+  const BlasKernels k = blas_kernels();
+  if (!k.below_cpu()) return "";
+  const std::string better = blas_core_for();
+  std::string s = std::string("OpenBLAS runs its ") + k.core + " kernels (" + isa_level_name(k.core_isa) +
+                  ") on a CPU with " + isa_level_name(k.cpu_isa) + ": fp32 matrix products run several times slower than they could";
+  if (!k.env.empty())
+    s += " (OPENBLAS_CORETYPE=" + k.env + " is set in the environment; unset it or set OPENBLAS_CORETYPE=" + better + ")";
+  else
+    s += "; start the program with OPENBLAS_CORETYPE=" + better + " in its environment";
+  return s;
+}
+
+double measure_sgemm_gflops(int n) {
+  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                c.data(), n);
+    const double dt = now_s() - t0;
+    if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
+  }
+  return best;
+}
+
+double measure_bf16_gemm_gflops(int n) {
+  if (!detail::gemm_bf16_available()) return 0;
+  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = now_s();
+    detail::gemm_bf16(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n,
+                      omp_get_max_threads());
+    const double dt = now_s() - t0;
+    if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
+  }
+  return best;
+}
+
+const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::fp32;
+  if (s == "bf16") return Precision::bf16;
+  ROSETTA_FAIL("unknown precision '", s, "' (fp32 or bf16)");
+}
+
+bool bf16_supported() { return detail::gemm_bf16_available(); }
+
+void set_matmul_precision(Precision p) {
+  ROSETTA_CHECK(p == Precision::fp32 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",
+                cpu_isa_name(), ") does not have");
+  g_precision.store(p, std::memory_order_relaxed);
+}
+
+Precision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+}  // namespace rosetta

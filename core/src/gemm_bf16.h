@@ -1,0 +1,34 @@
+// rosetta's bf16 GEMM (AVX512_BF16), internal to core. See gemm_bf16.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace rosetta::detail {
+
+// C = alpha * op(A) @ op(B) + beta * C with fp32 operands and result, row-major as cblas_sgemm
+// (op(A) is M x K: A[i*lda + k], or A[k*lda + i] when trans_a; op(B) is K x N: B[k*ldb + j], or
+// B[j*ldb + k] when trans_b). A and B are rounded to bf16 (nearest even) as they are packed;
+// products and sums are fp32 (VDPBF16PS). beta 0 never reads C. Uses up to `threads` OpenMP
+// threads (1 inside a parallel region). Only where gemm_bf16_available().
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+               int64_t ldc, int threads);
+
+// B packed once for many products (weights at inference): op(B) of K x N as the micro-kernels
+// read it. gemm_bf16_packed computes C = alpha * op(A) @ B + beta * C with it.
+struct PackedB {
+  int64_t K = 0, N = 0;
+  uint32_t* words = nullptr;  // owned
+  PackedB() = default;
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
+  ~PackedB();
+};
+void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out);
+void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
+                      const PackedB& b, float beta, float* c, int64_t ldc, int threads);
+
+// The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
+bool gemm_bf16_available();
+
+}  // namespace rosetta::detail
