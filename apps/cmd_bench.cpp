@@ -1,6 +1,5 @@
 // rosetta bench: training and decoding throughput on the shapes of
 // shared/bench/torch_reference.py (random token batches of fixed length), one JSON line.
-#include <cblas.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "decode_args.h"
 #include "log.h"
 #include "train_layer.h"
 #include "rosetta/autograd/functions.h"
@@ -59,21 +59,6 @@ double forward_flops(const Preset& p) {
   return double(p.enc) * enc + double(p.dec) * dec + 2 * Nt * d * V;
 }
 
-// Best GFLOP/s of a large square sgemm with the current threads.
-double sgemm_peak_gflops() {
-  const int n = 2048;
-  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                c.data(), n);
-    const double dt = now() - t0;
-    if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
-  }
-  return best;
-}
-
 nn::TransformerOptions model_options(const Preset& p, double dropout) {
   return nn::TransformerOptions()
       .src_vocab(p.vocab)
@@ -92,7 +77,7 @@ struct BenchArgs {
   std::string preset = "small";
   int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::count picks
   bool decode = false, profile_allocs = false;
-  std::string precision = "fp32";
+  std::string precision = "auto";
 };
 
 void bench_train(const BenchArgs& a, const Preset& p) {
@@ -136,7 +121,9 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   const AllocatorStats end = allocator_stats();
   const double med = median(times);
   const double flops = 3 * forward_flops(p);
-  const double peak = sgemm_peak_gflops();
+  // The roof is that of the products' precision: a large fp32 or bf16 GEMM on the same threads.
+  const double sgemm_peak = measure_sgemm_gflops(), bf16_peak = measure_bf16_gemm_gflops();
+  const double peak = matmul_precision() == Precision::bf16 ? bf16_peak : sgemm_peak;
   const double gflops = flops / med / 1e9;
   nlohmann::json j{{"system", std::string("rosetta-") + ROSETTA_VERSION},
                    {"preset", a.preset},
@@ -148,9 +135,13 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"final_loss", std::round(loss_value * 1e4) / 1e4},
                    {"model_gflop_per_step", std::round(flops / 1e7) / 100},
                    {"achieved_gflops", std::round(gflops * 10) / 10},
-                   {"sgemm_peak_gflops", std::round(peak * 10) / 10},
+                   {"precision", precision_name(matmul_precision())},
+                   {"sgemm_peak_gflops", std::round(sgemm_peak * 10) / 10},
+                   {"bf16_peak_gflops", std::round(bf16_peak * 10) / 10},
                    {"mfu", std::round(gflops / peak * 1000) / 1000},
+                   {"isa", cpu_isa_name()},
                    {"blas_core", blas_core_name()},
+                   {"kernels", kernels_summary()},
                    {"replicas", n},
                    {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
   std::cout << j.dump() << std::endl;
@@ -183,6 +174,8 @@ void bench_decode(const BenchArgs& a, const Preset& p) {
                      {"batch_s_median", std::round(med * 1e4) / 1e4},
                      {"sentences_per_s", std::round(double(p.batch) / med * 100) / 100},
                      {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                     {"precision", precision_name(matmul_precision())},
+                     {"isa", cpu_isa_name()},
                      {"blas_core", blas_core_name()}};
     std::cout << j.dump() << std::endl;
   }
@@ -204,10 +197,11 @@ void register_bench(CLI::App& app) {
                   "BLAS's threads, else 1)")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
-  cmd->add_option("--precision", a->precision, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--precision", a->precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
+      ->capture_default_str();
   cmd->callback([a] {
     set_num_threads(a->threads);
-    set_matmul_precision(parse_precision(a->precision));
+    apply_precision(a->precision);
     const Preset p = preset(a->preset);
     if (a->decode) bench_decode(*a, p);
     else bench_train(*a, p);

@@ -27,6 +27,7 @@ void run(const TranslateArgs& a) {
   check_output_path(a.output, "--output");
   check_output_path(a.attention, "--attention");
   set_num_threads(a.threads);
+  apply_precision(a.decode.precision);
   const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
   budget.check(loading_plan(Translator::weights_file(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);

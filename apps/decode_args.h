@@ -3,10 +3,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <string>
 #include <vector>
 
+#include "rosetta/core/cpu.h"
 #include "rosetta/nn/search.h"
 
 namespace rosetta::cli {
@@ -25,12 +27,26 @@ struct DecodeArgs {
   int64_t max_len_b = 10;
   int no_repeat_ngram = 0;   // > 0: no hypothesis repeats an n-gram of this length
   std::string memory_limit;  // "" = what is available (resources.h)
+  std::string precision = "auto";  // of matrix products: fp32 | bf16 | auto
 
   nn::SearchOptions options() const {
     return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b)
         .no_repeat_ngram(no_repeat_ngram);
   }
 };
+
+// --precision of translate, eval and bench: the choices and their help.
+inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "auto"};
+inline constexpr const char* kPrecisionHelp =
+    "matrix products: fp32, bf16 (bf16 operands, fp32 sums) or auto (bf16 where the CPU has AVX512_BF16)";
+
+// Sets the precision of the command's matrix products; where bf16 is not available, one line
+// says that they run in fp32.
+inline void apply_precision(const std::string& choice) {
+  std::string note;
+  set_matmul_precision(resolve_precision(choice, &note));
+  if (!note.empty()) spdlog::info(note);
+}
 
 inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
   cmd.add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64))->capture_default_str();
@@ -42,6 +58,8 @@ inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
       ->capture_default_str();
   cmd.add_option("--no-repeat-ngram", a.no_repeat_ngram, "N > 0: no translation repeats an N-gram of pieces (0: off)")
       ->check(CLI::Range(0, 64))->capture_default_str();
+  cmd.add_option("--precision", a.precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
+      ->capture_default_str();
   cmd.add_option("--memory-limit", a.memory_limit,
                  "memory it may use, e.g. 2G or 512M (default: what is available); a model or batch that "
                  "needs more is refused before it is loaded or decoded");

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -176,6 +177,18 @@ std::string kernels_summary() {
   return s;
 }
 
+std::string kernels_line(int roof_n) {
+  char roofs[160];
+  const double bf16 = measure_bf16_gemm_gflops(roof_n);
+  if (bf16 > 0)
+    std::snprintf(roofs, sizeof roofs, "roofs on %d threads: sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s", omp_get_max_threads(),
+                  measure_sgemm_gflops(roof_n), bf16);
+  else
+    std::snprintf(roofs, sizeof roofs, "roof on %d threads: sgemm %.0f GFLOP/s", omp_get_max_threads(),
+                  measure_sgemm_gflops(roof_n));
+  return "kernels: " + kernels_summary() + "; matrix products in " + precision_name(matmul_precision()) + "; " + roofs;
+}
+
 std::string blas_kernels_warning() {
   const BlasKernels k = blas_kernels();
   if (!k.below_cpu()) return "";
@@ -225,6 +238,17 @@ Precision parse_precision(const std::string& s) {
 }
 
 bool bf16_supported() { return detail::gemm_bf16_available(); }
+
+Precision resolve_precision(const std::string& choice, std::string* note) {
+  if (note) note->clear();
+  if (choice == "fp32") return Precision::fp32;
+  ROSETTA_CHECK(choice == "bf16" || choice == "auto", "unknown precision '", choice, "' (fp32, bf16 or auto)");
+  if (bf16_supported()) return Precision::bf16;
+  if (note)
+    *note = "this CPU (" + cpu_isa_name() + ") has no bf16 dot products (AVX512_BF16): matrix products run in fp32" +
+            (choice == "bf16" ? " instead of the bf16 asked for" : "");
+  return Precision::fp32;
+}
 
 void set_matmul_precision(Precision p) {
   ROSETTA_CHECK(p == Precision::fp32 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",

@@ -60,6 +60,8 @@ void TrainConfig::validate() const {
   positive("valid-beam", valid_beam);
   ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
   ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
+  ROSETTA_CHECK(precision == "fp32" || precision == "bf16" || precision == "auto", "--precision must be fp32, bf16 ",
+                "or auto, got '", precision, "'");
   ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == "copy",
                 "--share-embeddings needs --joint-vocab");
   max_time_seconds();

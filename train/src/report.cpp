@@ -147,6 +147,7 @@ constexpr Fact kFacts[] = {
     {"subword regularization", "subword regularization: "},
     {"model", "model: "},
     {"schedule", "schedule: "},
+    {"kernels", "kernels: "},
     {"last stop", "stopped at step "},
 };
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/cpu.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/safetensors.h"
@@ -343,6 +344,11 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   if (restart && root) say.warn(run.dir + " holds no checkpoint yet: starting the run over from its config.toml");
   say.info(concat(resuming ? "resuming" : "starting", " run in ", run.dir, " (", get_num_threads(), " threads, BLAS ",
                   blas_core_name(), ")"));
+  std::string precision_note;
+  const MatmulPrecisionScope precision(resolve_precision(c.precision, &precision_note));
+  if (!precision_note.empty()) say.info(precision_note);
+  if (const std::string w = blas_kernels_warning(); !w.empty()) say.warn(w);
+  say.info(kernels_line());
   if (group.size() > 1)
     say.info(concat("data-parallel over ", group.size(), " processes (", group.local_size(), " on this machine, ",
                     get_num_threads(), " threads each): an update takes ", group.size(), " x ", c.accum, " batches"));

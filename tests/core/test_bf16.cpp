@@ -1,0 +1,227 @@
+// bf16 matrix products (core/src/gemm_bf16.cpp) against float64 references, on every shape class
+// the Transformer uses, and the precision switch around them.
+//
+// Two references per product. Against the exact float64 product of the fp32 operands, an
+// element may be off by the rounding of both operands to bf16 (8 significant bits: up to 2^-8
+// relative each) plus fp32 summation: |c - ref| <= (2^-7 + 2^-16 + K 2^-23) sum_k |a_ik b_kj|. Against the float64 product of the
+// operands rounded to bf16 first (what the kernel multiplies), only fp32 summation is left:
+// |c - ref| <= K 2^-23 sum_k |a_ik b_kj|, which catches any element packed or stored wrong.
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "rosetta/core/cpu.h"
+#include "rosetta/core/ops.h"
+#include "rosetta/core/random.h"
+
+using namespace rosetta;
+
+namespace {
+
+// fp32 -> bf16 -> fp32, round to nearest even (what VCVTNE2PS2BF16 does for finite values).
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float y;
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+Tensor rounded_bf16(const Tensor& t) {
+  std::vector<float> v = t.contiguous().to_vector<float>();
+  for (float& x : v) x = round_bf16(x);
+  return Tensor::from_vector(v, t.shape());
+}
+
+// Checks c (fp32, [..., M, N]) = alpha * a @ b + beta * c0 against both references.
+void check_product(const Tensor& c, const Tensor& a, const Tensor& b, double alpha = 1.0, double beta = 0.0,
+                   const Tensor& c0 = Tensor()) {
+  const int64_t K = a.shape().back();
+  Tensor exact = matmul(a.to(DType::f64), b.to(DType::f64));
+  Tensor of_bf16 = matmul(rounded_bf16(a).to(DType::f64), rounded_bf16(b).to(DType::f64));
+  Tensor scale = matmul(unary(UnaryOp::abs, a.to(DType::f64)), unary(UnaryOp::abs, b.to(DType::f64)));
+  const std::vector<double> e = exact.contiguous().to_vector<double>(), r = of_bf16.contiguous().to_vector<double>(),
+                            s = scale.contiguous().to_vector<double>(), got = c.contiguous().to_vector<double>();
+  const std::vector<double> before = c0.defined() ? c0.contiguous().to_vector<double>() : std::vector<double>(got.size(), 0);
+  const double summation = double(K) * std::ldexp(1.0, -23);
+  double worst_rounding = 0;  // largest error against the exact product, relative to its bound's scale
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double sc = std::abs(alpha) * s[i];
+    const double want = alpha * e[i] + beta * before[i], want_bf16 = alpha * r[i] + beta * before[i];
+    const double slack = 1e-6 * std::abs(beta * before[i]) + 1e-30;
+    if (std::abs(got[i] - want) > (std::ldexp(1.0, -7) + std::ldexp(1.0, -16) + summation) * sc + slack ||
+        std::abs(got[i] - want_bf16) > summation * sc + slack)
+      FAIL("element " << i << " of " << c.shape() << ": " << got[i] << " against " << want << " (bf16 operands: "
+                      << want_bf16 << ", scale " << sc << ")");
+    if (sc > 0) worst_rounding = std::max(worst_rounding, std::abs(got[i] - want) / sc);
+  }
+  // The product really was computed from bf16 operands: fp32 alone would be ~1e-7 off.
+  if (got.size() >= 64) CHECK(worst_rounding > 1e-4);
+}
+
+Tensor randn(Generator& g, const Shape& s) { return g.normal(s, 0.0, 1.0); }
+
+}  // namespace
+
+TEST_CASE("bf16 products: every shape class of the Transformer, against float64", "[bf16]") {
+  if (!bf16_supported()) {
+    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+    return;
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Generator g(7);
+  // Linear layers, y = x @ W^T (x [N, in], W [out, in]) and its gradients: the projections
+  // (256 x 256), the feed-forward (256 -> 1024 -> 256) and the output layer (256 -> vocab), at
+  // batch sizes of a training shard, a validation batch and a decoding step.
+  for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1000, 256, 256}, {600, 256, 1024}, {600, 1024, 256}, {300, 256, 5000}, {37, 256, 333}, {8, 256, 256},
+           {1, 256, 5000}, {53, 71, 45}}) {
+    INFO("linear " << rows << " x " << in << " -> " << out);
+    const Tensor x = randn(g, {rows, in}), W = randn(g, {out, in}), dy = randn(g, {rows, out});
+    check_product(matmul(x, W.transpose(0, 1)), x, W.transpose(0, 1));                    // forward (NT)
+    check_product(matmul(dy, W), dy, W);                                                   // dx = dy @ W (NN)
+    check_product(matmul(dy.transpose(0, 1), x), dy.transpose(0, 1), x);                   // dW = dy^T @ x (TN)
+    check_product(matmul(x.transpose(0, 1).transpose(0, 1), W.transpose(0, 1)), x, W.transpose(0, 1));
+  }
+  // Attention, heads as permuted views of [B, T, H, Dh] (no copies): scores q @ k^T, context
+  // probs @ v written into [B, T, H, Dh], and the four gradient products.
+  for (const auto& [B, T, S, H, Dh] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
+           {4, 32, 32, 4, 64}, {3, 40, 27, 8, 64}, {2, 40, 33, 4, 32}}) {
+    INFO("attention B " << B << " T " << T << " S " << S << " H " << H << " Dh " << Dh);
+    const Tensor q = randn(g, {B, T, H, Dh}).permute({0, 2, 1, 3}), k = randn(g, {B, S, H, Dh}).permute({0, 2, 1, 3}),
+                 v = randn(g, {B, S, H, Dh}).permute({0, 2, 1, 3}), p = randn(g, {B, H, T, S}),
+                 dctx = randn(g, {B, H, T, Dh});
+    const Tensor kt = k.transpose(-1, -2);
+    Tensor scores = Tensor::empty({B, H, T, S});
+    matmul_into(scores, q, kt, 0.125, 0.0);
+    check_product(scores, q, kt, 0.125);
+    Tensor ctx = Tensor::empty_permuted({B, H, T, Dh}, {0, 2, 1, 3});
+    matmul_into(ctx, p, v);
+    check_product(ctx, p, v);
+    check_product(matmul(dctx, v.transpose(-1, -2)), dctx, v.transpose(-1, -2));  // dprobs
+    check_product(matmul(p.transpose(-1, -2), dctx), p.transpose(-1, -2), dctx);  // dv
+    check_product(matmul(p, k), p, k);                                            // dq
+    check_product(matmul(p.transpose(-1, -2), q), p.transpose(-1, -2), q);        // dk
+  }
+}
+
+TEST_CASE("bf16 products: alpha, accumulation into the output, odd and empty sizes", "[bf16]") {
+  if (!bf16_supported()) {
+    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+    return;
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Generator g(11);
+  for (const auto& [M, N, K] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {13, 100, 33}, {37, 45, 71}, {2000, 61, 1}, {64, 64, 1031}, {25, 1200, 40}}) {
+    INFO(M << " x " << N << " x " << K);
+    const Tensor a = randn(g, {M, K}), b = randn(g, {K, N}), c0 = randn(g, {M, N});
+    Tensor c = c0.clone();
+    matmul_into(c, a, b, -0.5, 1.0);  // a gradient accumulated into a buffer: beta 1
+    check_product(c, a, b, -0.5, 1.0, c0);
+    Tensor d = c0.clone();
+    matmul_into(d, a, b, 2.0, 0.25);
+    check_product(d, a, b, 2.0, 0.25, c0);
+  }
+  // Products of fewer than 32^3 multiply-adds run in fp32 (packing would cost more than bf16
+  // saves): exactly OpenBLAS's result.
+  const Tensor sa = randn(g, {16, 64}), sb = randn(g, {64, 16});
+  const std::vector<float> small_bf16 = matmul(sa, sb).to_vector<float>();
+  {
+    const MatmulPrecisionScope fp32(Precision::fp32);
+    CHECK(matmul(sa, sb).to_vector<float>() == small_bf16);
+  }
+  // K = 0: out = beta * out.
+  Tensor c = Tensor::full({40, 40}, 3.0);
+  matmul_into(c, Tensor::empty({40, 0}), Tensor::empty({0, 40}), 1.0, 0.5);
+  CHECK(c.to_vector<float>() == std::vector<float>(1600, 1.5f));
+  // beta 0 never reads the output: NaN there does not leak into the result.
+  Tensor n = Tensor::full({48, 48}, std::nan(""));
+  const Tensor a = randn(g, {48, 48}), b = randn(g, {48, 48});
+  matmul_into(n, a, b);
+  check_product(n, a, b);
+}
+
+TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {
+  if (!bf16_supported()) {
+    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+    return;
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Generator g(3);
+  const Tensor a = randn(g, {700, 512}), b = randn(g, {512, 300});
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  const std::vector<float> one = matmul(a, b).to_vector<float>();
+  set_num_threads(std::max(2, threads));
+  const std::vector<float> many = matmul(a, b).to_vector<float>();
+  set_num_threads(threads);
+  // Each element is summed by one thread in the same order, whichever split of C it falls in.
+  CHECK(one == many);
+}
+
+TEST_CASE("bf16 precision leaves float64 products and fp32 ones outside its scope alone", "[bf16]") {
+  Generator g(5);
+  const Tensor a = randn(g, {64, 96}), b = randn(g, {96, 80});
+  const Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
+  const std::vector<double> f64_before = matmul(a64, b64).to_vector<double>();
+  const std::vector<float> f32_before = matmul(a, b).to_vector<float>();
+  REQUIRE(matmul_precision() == Precision::fp32);
+  if (bf16_supported()) {
+    const MatmulPrecisionScope bf16(Precision::bf16);
+    CHECK(matmul_precision() == Precision::bf16);
+    CHECK(matmul(a64, b64).to_vector<double>() == f64_before);  // gradchecks stay float64
+    CHECK(matmul(a, b).to_vector<float>() != f32_before);       // bf16 rounding shows in fp32
+  } else {
+    CHECK_THROWS_WITH(set_matmul_precision(Precision::bf16), Catch::Contains("AVX512_BF16"));
+  }
+  CHECK(matmul_precision() == Precision::fp32);
+  CHECK(matmul(a, b).to_vector<float>() == f32_before);
+}
+
+TEST_CASE("--precision choices resolve by the CPU, never to an emulation", "[bf16]") {
+  std::string note = "stale";
+  CHECK(resolve_precision("fp32", &note) == Precision::fp32);
+  CHECK(note.empty());
+  for (const char* choice : {"bf16", "auto"}) {
+    const Precision p = resolve_precision(choice, &note);
+    if (bf16_supported()) {
+      CHECK(p == Precision::bf16);
+      CHECK(note.empty());
+    } else {
+      CHECK(p == Precision::fp32);
+      CHECK_THAT(note, Catch::Contains("AVX512_BF16") && Catch::Contains("fp32"));
+    }
+  }
+  CHECK_THROWS_WITH(resolve_precision("fp16"), Catch::Contains("'fp16'"));
+  CHECK(parse_precision("bf16") == Precision::bf16);
+  CHECK_THROWS(parse_precision("auto"));
+}
+
+TEST_CASE("CPU features and OpenBLAS's kernels are named", "[bf16][cpu]") {
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512_bf16) CHECK(f.avx512f);
+  if (f.avx2) CHECK(f.avx);
+  CHECK(blas_core_isa("Prescott") == IsaLevel::sse3);
+  CHECK(blas_core_isa("haswell") == IsaLevel::avx2);
+  CHECK(blas_core_isa("Zen") == IsaLevel::avx2);
+  CHECK(blas_core_isa("SkylakeX") == IsaLevel::avx512);
+  CHECK(blas_core_isa("Cooperlake") == IsaLevel::avx512);
+  CHECK(blas_core_isa("nonsense") == IsaLevel::generic);
+  // The core chosen for a CPU is one its ISA runs, and the best of them.
+  CpuFeatures avx2{};
+  avx2.sse3 = avx2.avx = avx2.avx2 = avx2.fma = true;
+  CHECK(blas_core_for(avx2) == "Haswell");
+  CpuFeatures zen4 = avx2;
+  zen4.avx512f = zen4.avx512bw = zen4.avx512vl = zen4.avx512dq = zen4.avx512_bf16 = true;
+  CHECK(blas_core_for(zen4) == "Cooperlake");
+  zen4.avx512_bf16 = false;
+  CHECK(blas_core_for(zen4) == "SkylakeX");
+  const BlasKernels k = blas_kernels();
+  CHECK(k.core == blas_core_name());
+  CHECK(k.cpu_isa == cpu_isa_level());
+  CHECK_THAT(kernels_summary(), Catch::Contains("OpenBLAS " + k.core));
+}
