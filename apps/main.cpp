@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "blas_fix.h"
 #include "commands.h"
 #include "errors.h"
 #include "log.h"
@@ -30,16 +31,21 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 // libgomp reads its wait policy when it loads, before main. Its default spins at every barrier,
 // and when another process holds one of the cores a spinning thread waits out whole scheduler
 // slices: measured under load, the tiny benchmark took 2.3 s per step with spinning and 0.02 s
-// with passive waiting. So unless the user chose a policy, start once more with
-// OMP_WAIT_POLICY=passive (OMP_WAIT_POLICY=active restores spinning).
-static void ensure_passive_wait(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+// with passive waiting. So unless the user chose a policy, ask for OMP_WAIT_POLICY=passive
+// (OMP_WAIT_POLICY=active restores spinning); true when the process must start again for it.
+static bool want_passive_wait() {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return false;
   setenv("OMP_WAIT_POLICY", "passive", 1);
-  execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  return true;
 }
 
 int main(int argc, char** argv) {
-  ensure_passive_wait(argv);
+  rosetta::cli::run_blas_self_test_if_child();  // the BLAS self-test's child ends here
+  // libgomp and OpenBLAS read their environment when they load, before main: set what both
+  // need, then start again once (blas_fix.h).
+  const bool wait_policy = want_passive_wait();
+  const bool kernels = rosetta::cli::choose_blas_kernels(argv[0]);
+  if (wait_policy || kernels) execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
   rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};
