@@ -176,7 +176,8 @@ void bench_decode(const BenchArgs& a, const Preset& p) {
                      {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
                      {"precision", precision_name(matmul_precision())},
                      {"isa", cpu_isa_name()},
-                     {"blas_core", blas_core_name()}};
+                     {"blas_core", blas_core_name()},
+                     {"kernels", kernels_summary()}};
     std::cout << j.dump() << std::endl;
   }
 }

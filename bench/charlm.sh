@@ -53,8 +53,8 @@ trap 'rm -f "$log" "$results"' EXIT
 measure() {
   local out cmd
   case "$1" in
-    train) cmd=("$ours" "$text" --loop train) ;;
-    bare) cmd=("$ours" "$text" --loop bare) ;;
+    train) cmd=("$ours" "$text" --loop train --precision fp32) ;;
+    bare) cmd=("$ours" "$text" --loop bare --precision fp32) ;;
     torch) cmd=("$torch" "$text") ;;
   esac
   out=$("${cmd[@]}" --steps "$steps" --threads "$2") || { echo "$out" >&2; echo "charlm: ${cmd[*]} failed" >&2; exit 1; }

@@ -195,7 +195,10 @@ std::string blas_kernels_warning() {
   const std::string better = blas_core_for();
   std::string s = std::string("OpenBLAS runs its ") + k.core + " kernels (" + isa_level_name(k.core_isa) +
                   ") on a CPU with " + isa_level_name(k.cpu_isa) + ": fp32 matrix products run several times slower than they could";
-  if (!k.env.empty())
+  const char* failed = std::getenv("ROSETTA_BLAS_SELF_TEST_FAILED");  // set by the CLI (apps/blas_fix.h)
+  if (failed && better == failed)
+    s += "; the " + better + " kernels failed rosetta's self-test on this machine, so they are not used";
+  else if (!k.env.empty())
     s += " (OPENBLAS_CORETYPE=" + k.env + " is set in the environment; unset it or set OPENBLAS_CORETYPE=" + better + ")";
   else
     s += "; start the program with OPENBLAS_CORETYPE=" + better + " in its environment";

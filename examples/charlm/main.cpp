@@ -8,6 +8,7 @@
 //
 //   charlm [TEXT] [--loop train|bare] [--steps N] [--batch N] [--threads N] [--replicas N]
 //          [--seed N] [--save FILE] [--resume FILE] [--valid-every N] [--metrics FILE]
+//          [--precision fp32|bf16|auto]
 //
 // --valid-every N holds out the text's last tenth and reports the loss on it every N updates
 // (Trainer::evaluate, on the replicas); --metrics appends every update's and validation's
@@ -30,6 +31,7 @@ using namespace rosetta;
 struct Args {
   std::string text = CHARLM_DEFAULT_TEXT;
   std::string loop = "train", save, resume, metrics;
+  std::string precision = "auto";  // of the matrix products: bf16 where the CPU has AVX512_BF16
   int64_t steps = 20, batch = 32, threads = 0, replicas = 0, seed = 1, valid_every = 0;
 };
 
@@ -43,8 +45,12 @@ Args parse_args(int argc, char** argv) {
     }
     ROSETTA_CHECK(i + 1 < argc, arg, " needs a value");
     const std::string value = argv[++i];
-    if (arg == "--loop" || arg == "--save" || arg == "--resume" || arg == "--metrics") {
-      (arg == "--loop" ? a.loop : arg == "--save" ? a.save : arg == "--resume" ? a.resume : a.metrics) = value;
+    if (arg == "--loop" || arg == "--save" || arg == "--resume" || arg == "--metrics" || arg == "--precision") {
+      (arg == "--loop"       ? a.loop
+       : arg == "--save"     ? a.save
+       : arg == "--resume"   ? a.resume
+       : arg == "--metrics"  ? a.metrics
+                             : a.precision) = value;
       continue;
     }
     char* end = nullptr;
@@ -58,7 +64,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--seed") a.seed = n;
     else if (arg == "--valid-every") a.valid_every = n;
     else ROSETTA_FAIL("unknown option ", arg, " (--loop, --steps, --batch, --threads, --replicas, --seed, --save, ",
-                      "--resume, --valid-every, --metrics)");
+                      "--resume, --valid-every, --metrics, --precision)");
   }
   ROSETTA_CHECK(a.steps > 0 && a.batch > 0, "--steps and --batch must be positive");
   ROSETTA_CHECK(a.threads <= 1024, "--threads ", a.threads, " is more than 1024");
@@ -88,6 +94,14 @@ constexpr const char* kDataRng = "charlm.data_rng";
 
 int run(const Args& args) {
   set_num_threads(int(args.threads));
+  // The library's switch for the precision of matrix products (rosetta/core/cpu.h); bf16 is
+  // never emulated: without AVX512_BF16, "auto" and "bf16" give fp32 and a note.
+  std::string note;
+  set_matmul_precision(resolve_precision(args.precision, &note));
+  if (!note.empty()) std::fprintf(stderr, "charlm: %s\n", note.c_str());
+  // OpenBLAS picks its kernels from the CPU model before main; where it picked some below what
+  // the CPU runs, the library says how to start on better ones (the rosetta CLI does it itself).
+  if (const std::string w = blas_kernels_warning(); !w.empty()) std::fprintf(stderr, "charlm: warning: %s\n", w.c_str());
   const charlm::CharLMOptions options;
   const int64_t T = options.context();
   const std::string text = read_file(args.text);
@@ -120,9 +134,9 @@ int run(const Args& args) {
                   kDataRng, " = '", it->second, "'");
     gen.set_state(seed, counter);
   }
-  std::printf("charlm: %lld parameters, %s (%zu bytes), batch %lld x %lld, %d threads, %s\n",
-              (long long)model.parameter_count(), args.text.c_str(), text.size(),
-              (long long)args.batch, (long long)T, get_num_threads(), blas_core_name().c_str());
+  std::printf("charlm: %lld parameters, %s (%zu bytes), batch %lld x %lld, %d threads, %s products; %s\n",
+              (long long)model.parameter_count(), args.text.c_str(), text.size(), (long long)args.batch,
+              (long long)T, get_num_threads(), precision_name(matmul_precision()), kernels_summary().c_str());
   std::printf("loop: %s%s\n", bare ? "bare" : "rosetta::train, replicas ",
               bare ? "" : std::to_string(trainer->replicas()).c_str());
 

@@ -18,6 +18,7 @@ namespace {
 struct Outcome {
   int exit_code = -1;
   std::string core;                   // "blas_core" of the bench's JSON lines
+  std::string kernels;                // and its "kernels" (kernels_summary())
   std::vector<std::string> warnings;  // stderr lines about the self-test
   std::string output;                 // everything, for INFO
 };
@@ -37,6 +38,7 @@ Outcome bench_with(const std::string& vars) {
   for (const std::string& line : rosetta::test::lines_of(r.output)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded() && j.contains("blas_core")) o.core = j["blas_core"].get<std::string>();
+    if (!j.is_discarded() && j.contains("kernels")) o.kernels = j["kernels"].get<std::string>();
   }
   for (const std::string& line : rosetta::test::lines_of(err))
     if (line.find("self-test") != std::string::npos) o.warnings.push_back(line);
@@ -61,6 +63,8 @@ TEST_CASE("blas fix: a misdetected core is replaced by the CPU's own after the s
   REQUIRE(o.exit_code == 0);
   REQUIRE(same_core(o.core, rosetta::blas_core_for()));
   REQUIRE(o.warnings.empty());
+  // What the logs and the report say: which kernels, and that rosetta chose them.
+  REQUIRE_THAT(o.kernels, Catch::Contains("chosen by rosetta after a self-test: OpenBLAS picked Prescott"));
 }
 
 TEST_CASE("blas fix: a self-test that crashes, is wrong or hangs leaves the run on its core, with one warning",

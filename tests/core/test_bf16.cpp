@@ -182,7 +182,7 @@ TEST_CASE("bf16 precision leaves float64 products and fp32 ones outside its scop
   CHECK(matmul(a, b).to_vector<float>() == f32_before);
 }
 
-TEST_CASE("--precision choices resolve by the CPU, never to an emulation", "[bf16]") {
+TEST_CASE("precision choices (--precision) resolve by the CPU, never to an emulation", "[bf16]") {
   std::string note = "stale";
   CHECK(resolve_precision("fp32", &note) == Precision::fp32);
   CHECK(note.empty());
