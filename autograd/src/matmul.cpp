@@ -77,8 +77,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
                 " does not match weight ", W.shape());
   const Tensor x2 = rows(x.data());
   Tensor y = Tensor::empty({x2.shape()[0], out_features}, W.dtype());
-  if (bias.defined()) y.copy_(bias.data());
-  matmul_into(y, x2, W.transpose(0, 1), 1.0, bias.defined() ? 1.0 : 0.0);
+  matmul_bias_into(y, x2, W.transpose(0, 1), bias.defined() ? bias.data() : Tensor());
   Shape out_shape = x.shape();
   out_shape[out_shape.size() - 1] = out_features;
   Var out(y.view(out_shape));

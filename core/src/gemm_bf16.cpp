@@ -112,48 +112,59 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
   }
 }
 
-// Packs X (kc x w, element (k, j)) as words [p][j] with a row of W words per k pair, zero past
-// kc and w. X is k-major (element at src[k * ld + j]) or j-major (src[j * ld + k]).
-ROSETTA_BF16_TARGET void pack_panel(bool k_major, const float* src, int64_t ld, int64_t kc, int64_t w,
-                                    int W, uint32_t* out) {
-  const int64_t kp = (kc + 1) / 2;
-  for (int j0 = 0; j0 < W; j0 += 16) {
-    const int64_t wj = std::clamp<int64_t>(w - j0, 0, 16);  // valid columns in this chunk
-    const __mmask16 store = first(W - j0);
-    if (k_major) {
-      const __mmask16 load = first(wj);
-      for (int64_t p = 0; p < kp; ++p) {
-        const float* r0 = src + (2 * p) * ld + j0;
-        const __m512 lo = wj ? _mm512_maskz_loadu_ps(load, r0) : _mm512_setzero_ps();
-        const __m512 hi = wj && 2 * p + 1 < kc ? _mm512_maskz_loadu_ps(load, r0 + ld) : _mm512_setzero_ps();
-        _mm512_mask_storeu_epi32(out + p * W + j0, store, pair_words(lo, hi));
-      }
-      continue;
-    }
-    for (int64_t p0 = 0; p0 < kp; p0 += 16) {  // 16 pairs = 32 k of 16 columns
-      const int64_t k0 = 2 * p0, nk = std::min<int64_t>(32, kc - k0);
-      const __mmask16 lo_mask = first(nk), hi_mask = first(std::max<int64_t>(nk - 16, 0));
-      __m512i r[16];
-      for (int j = 0; j < 16; ++j) {
-        if (j >= wj) {
-          r[j] = _mm512_setzero_si512();
-          continue;
+// Packs X (kc x w, element (k, j)) as panels of W columns, panel q at out + q * kp * W holding
+// words [p][j] (a row of W words per k pair), zero past kc and w. X is k-major (element at
+// src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
+// read row by row across all panels (two rows per k pair), a j-major one panel by panel,
+// 16 columns x 32 k at a time through a 16 x 16 word transpose.
+ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, int64_t kc, int64_t w, int W,
+                                    uint32_t* out) {
+  const int64_t kp = (kc + 1) / 2, panels = (w + W - 1) / W;
+  if (k_major) {
+    for (int64_t p = 0; p < kp; ++p) {
+      const float* r0 = src + (2 * p) * ld;
+      const bool odd_tail = 2 * p + 1 >= kc;
+      for (int64_t q = 0; q < panels; ++q)
+        for (int j0 = 0; j0 < W; j0 += 16) {
+          const int64_t j = q * W + j0, wj = std::clamp<int64_t>(w - j, 0, 16);
+          const __mmask16 load = first(wj);
+          const __m512 lo = _mm512_maskz_loadu_ps(load, r0 + j);
+          const __m512 hi = odd_tail ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(load, r0 + ld + j);
+          _mm512_mask_storeu_epi32(out + q * kp * W + p * W + j0, first(W - j0), pair_words(lo, hi));
         }
-        const float* row = src + (j0 + j) * ld + k0;
-        const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, row);
-        const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, row + 16);
-        r[j] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words: pairs p0 .. p0+15 of column j
-      }
-      transpose16(r);  // r[q]: pair p0+q of the 16 columns
-      const int64_t np = std::min<int64_t>(16, kp - p0);
-      for (int q = 0; q < np; ++q) _mm512_mask_storeu_epi32(out + (p0 + q) * W + j0, store, r[q]);
     }
+    return;
   }
+  for (int64_t q = 0; q < panels; ++q)
+    for (int j0 = 0; j0 < W; j0 += 16) {
+      const int64_t jq = q * W + j0, wj = std::clamp<int64_t>(w - jq, 0, 16);  // valid columns here
+      const __mmask16 store = first(W - j0);
+      uint32_t* panel = out + q * kp * W;
+      for (int64_t p0 = 0; p0 < kp; p0 += 16) {  // 16 pairs = 32 k of 16 columns
+        const int64_t k0 = 2 * p0, nk = std::min<int64_t>(32, kc - k0);
+        const __mmask16 lo_mask = first(nk), hi_mask = first(std::max<int64_t>(nk - 16, 0));
+        __m512i r[16];
+        for (int j = 0; j < 16; ++j) {
+          if (j >= wj) {
+            r[j] = _mm512_setzero_si512();
+            continue;
+          }
+          const float* row = src + (jq + j) * ld + k0;
+          const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, row);
+          const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, row + 16);
+          r[j] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words: pairs p0 .. p0+15 of column j
+        }
+        transpose16(r);  // r[t]: pair p0+t of the 16 columns
+        const int64_t np = std::min<int64_t>(16, kp - p0);
+        for (int t = 0; t < np; ++t) _mm512_mask_storeu_epi32(panel + (p0 + t) * W + j0, store, r[t]);
+      }
+    }
 }
 
-// C tile (m x n of MR x NR) = alpha * A_panel . B_sliver + beta * C tile, over kp pairs.
+// C tile (m x n of MR x NR) = alpha * A_panel . B_sliver (+ bias, a row of n added to every
+// row, when given) + beta * C tile, over kp pairs.
 ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                                      int m, int n, float alpha, float beta) {
+                                      int m, int n, float alpha, float beta, const float* bias) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -180,6 +191,7 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
       if (!k) break;
       float* ci = c + i * ldc + 16 * v;
       __m512 r = _mm512_mul_ps(va, acc[i][v]);
+      if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias + 16 * v));
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, ci), r);
       _mm512_mask_storeu_ps(ci, k, r);
     }
@@ -197,6 +209,7 @@ struct Problem {
   float* c;
   int64_t ldc;
   const PackedB* packed = nullptr;  // op(B) already packed (then b and tb are unused)
+  const float* bias = nullptr;      // [N], added to every row of the product
 };
 
 // Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of kp x NR.
@@ -210,12 +223,8 @@ int64_t packed_b_words(int64_t K, int64_t N) {
 // Packs columns [j0, j0 + nc) of op(B) rows [pc, pc + kc) as slivers of kp x NR.
 ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                       uint32_t* out) {
-  const int64_t kp = (kc + 1) / 2;
-  for (int64_t j = 0; j < nc; j += NR) {
-    const int64_t w = std::min<int64_t>(NR, nc - j);
-    const float* src = g.tb ? g.b + (j0 + j) * g.ldb + pc : g.b + pc * g.ldb + j0 + j;
-    pack_panel(!g.tb, src, g.ldb, kc, w, NR, out + (j / NR) * kp * NR);
-  }
+  const float* src = g.tb ? g.b + j0 * g.ldb + pc : g.b + pc * g.ldb + j0;
+  pack_block(!g.tb, src, g.ldb, kc, nc, NR, out);
 }
 
 // C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR).
@@ -237,29 +246,26 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
         bp = w;
       }
       const float beta = pc == 0 ? g.beta : 1.0f;
+      const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
       for (int64_t ic = m0; ic < m1; ic += MC) {
         const int64_t mc = std::min(MC, m1 - ic);
         uint32_t* ap = a_buf.get(size_t(kp * round_up(mc, MR)));
-        for (int64_t i = 0; i < mc; i += MR) {
-          const int64_t r = ic + i;
-          const float* src = g.ta ? g.a + pc * g.lda + r : g.a + r * g.lda + pc;
-          pack_panel(g.ta, src, g.lda, kc, std::min<int64_t>(MR, mc - i), MR, ap + (i / MR) * kp * MR);
-        }
+        pack_block(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, MR, ap);
         for (int64_t j = 0; j < nc; j += NR)
           for (int64_t i = 0; i < mc; i += MR)
             micro_kernel(kp, ap + (i / MR) * kp * MR, bp + (j / NR) * kp * NR, g.c + (ic + i) * g.ldc + jc + j,
                          g.ldc, int(std::min<int64_t>(MR, mc - i)), int(std::min<int64_t>(NR, nc - j)),
-                         g.alpha, beta);
+                         g.alpha, beta, bias ? bias + j : nullptr);
       }
     }
   }
 }
 
-void scale_c(const Problem& g) {  // K == 0: C = beta * C
+void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
   for (int64_t i = 0; i < g.M; ++i)
     for (int64_t j = 0; j < g.N; ++j) {
       float& x = g.c[i * g.ldc + j];
-      x = g.beta == 0.0f ? 0.0f : g.beta * x;
+      x = (g.bias ? g.bias[j] : 0.0f) + (g.beta == 0.0f ? 0.0f : g.beta * x);
     }
 }
 
@@ -287,8 +293,10 @@ void run(const Problem& g, int threads) {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, int threads) {
-  run(Problem{trans_a, trans_b, M, N, K, alpha, beta, a, lda, b, ldb, c, ldc}, threads);
+               int64_t ldc, int threads, const float* bias) {
+  Problem g{trans_a, trans_b, M, N, K, alpha, beta, a, lda, b, ldb, c, ldc};
+  g.bias = bias;
+  run(g, threads);
 }
 
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out) {
@@ -320,7 +328,7 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 #else  // not x86-64: never available, never called
 
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-               int64_t, float, float*, int64_t, int) {}
+               int64_t, float, float*, int64_t, int, const float*) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
                       int64_t, int) {}

@@ -8,11 +8,12 @@ namespace rosetta::detail {
 // C = alpha * op(A) @ op(B) + beta * C with fp32 operands and result, row-major as cblas_sgemm
 // (op(A) is M x K: A[i*lda + k], or A[k*lda + i] when trans_a; op(B) is K x N: B[k*ldb + j], or
 // B[j*ldb + k] when trans_b). A and B are rounded to bf16 (nearest even) as they are packed;
-// products and sums are fp32 (VDPBF16PS). beta 0 never reads C. Uses up to `threads` OpenMP
-// threads (1 inside a parallel region). Only where gemm_bf16_available().
+// products and sums are fp32 (VDPBF16PS). beta 0 never reads C. `bias` (N values, or null) is
+// added to every row as the result is stored: C = alpha * op(A) op(B) + bias + beta * C. Uses up
+// to `threads` OpenMP threads (1 inside a parallel region). Only where gemm_bf16_available().
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, int threads);
+               int64_t ldc, int threads, const float* bias = nullptr);
 
 // B packed once for many products (weights at inference): op(B) of K x N as the micro-kernels
 // read it. gemm_bf16_packed computes C = alpha * op(A) @ B + beta * C with it.

@@ -174,6 +174,28 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   out.bump_version();
 }
 
+void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  if (!bias.defined()) return matmul_into(out, a, b);
+  ROSETTA_CHECK(a.dim() == 2 && b.dim() == 2 && bias.dim() == 1 && bias.shape()[0] == b.shape()[1],
+                "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", bias.shape(),
+                " are not [M, K], [K, N] and [N]");
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (out.dtype() == DType::f32 && a.dtype() == DType::f32 && b.dtype() == DType::f32 &&
+      bias.dtype() == DType::f32 && matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm &&
+      b.shape()[0] == K && out.shape() == Shape{M, N}) {
+    const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
+    if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && bias.is_contiguous()) {
+      const int threads = M * N * K >= kSingleThreadGemm && !omp_in_parallel() ? omp_get_max_threads() : 1;
+      detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
+                        b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, threads, bias.data<float>());
+      out.bump_version();
+      return;
+    }
+  }
+  out.copy_(bias);
+  matmul_into(out, a, b, 1.0, 1.0);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   ROSETTA_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands must have at least 2 ",
                 "dimensions, got ", a.shape(), " and ", b.shape());

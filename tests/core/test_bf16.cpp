@@ -134,6 +134,18 @@ TEST_CASE("bf16 products: alpha, accumulation into the output, odd and empty siz
     const MatmulPrecisionScope fp32(Precision::fp32);
     CHECK(matmul(sa, sb).to_vector<float>() == small_bf16);
   }
+  // A linear layer's bias, added as the product is stored: the same as adding it afterwards.
+  for (const auto& [M, N, K] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{300, 70, 256}, {33, 1000, 40}}) {
+    const Tensor x = randn(g, {M, K}), W = randn(g, {N, K}), bias = randn(g, {N});
+    Tensor y = Tensor::empty({M, N});
+    matmul_bias_into(y, x, W.transpose(0, 1), bias);
+    Tensor plain = Tensor::full({M, N}, std::nan(""));
+    matmul_into(plain, x, W.transpose(0, 1));
+    CHECK(y.to_vector<float>() == add(plain, bias).to_vector<float>());
+    Tensor zero = Tensor::zeros({M, N});
+    matmul_bias_into(zero, x, W.transpose(0, 1), Tensor::zeros({N}));
+    check_product(zero, x, W.transpose(0, 1));
+  }
   // K = 0: out = beta * out.
   Tensor c = Tensor::full({40, 40}, 3.0);
   matmul_into(c, Tensor::empty({40, 0}), Tensor::empty({0, 40}), 1.0, 0.5);

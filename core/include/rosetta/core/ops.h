@@ -106,6 +106,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // backward to add into a gradient without a temporary).
 void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1.0,
                  double beta = 0.0);
+// out = a @ b + bias, a [M, K], b [K, N], bias [N] added to every row (a linear layer's
+// x W^T + b); an undefined bias adds nothing. bf16 products add the bias as they store the
+// result; fp32 ones copy it into `out` and add the product to it.
+void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 
 // ------------------------------------------------------------------ softmax family (softmax.cpp)
 
