@@ -319,9 +319,10 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
 }
 
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
-                      const PackedB& b, float beta, float* c, int64_t ldc, int threads) {
+                      const PackedB& b, float beta, float* c, int64_t ldc, int threads, const float* bias) {
   Problem g{trans_a, false, M, b.N, b.K, alpha, beta, a, lda, nullptr, 0, c, ldc};
   g.packed = &b;
+  g.bias = bias;
   run(g, threads);
 }
 
@@ -331,7 +332,7 @@ void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
                int64_t, float, float*, int64_t, int, const float*) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
-                      int64_t, int) {}
+                      int64_t, int, const float*) {}
 
 #endif
 

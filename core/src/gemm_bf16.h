@@ -27,7 +27,8 @@ struct PackedB {
 };
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out);
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
-                      const PackedB& b, float beta, float* c, int64_t ldc, int threads);
+                      const PackedB& b, float beta, float* c, int64_t ldc, int threads,
+                      const float* bias = nullptr);
 
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();

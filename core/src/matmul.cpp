@@ -6,6 +6,10 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <map>
+#include <memory>
+#include <tuple>
+
 #include "gemm_bf16.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/ops.h"
@@ -174,24 +178,61 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   out.bump_version();
 }
 
+// The bf16 packings of weights kept by the innermost PackedWeightsScope of this thread.
+struct PackedWeightsScope::Cache {
+  struct Key {
+    uint64_t storage, version;
+    int64_t offset, K, N, ld;
+    bool trans;
+    bool operator<(const Key& o) const {
+      return std::tie(storage, version, offset, K, N, ld, trans) < std::tie(o.storage, o.version, o.offset, o.K, o.N, o.ld, o.trans);
+    }
+  };
+  std::map<Key, std::unique_ptr<detail::PackedB>> packed;
+};
+
+namespace {
+thread_local PackedWeightsScope::Cache* t_packed_weights = nullptr;
+}
+
+PackedWeightsScope::PackedWeightsScope() : cache_(new Cache), outer_(t_packed_weights) { t_packed_weights = cache_; }
+PackedWeightsScope::~PackedWeightsScope() {
+  t_packed_weights = outer_;
+  delete cache_;
+}
+
 void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  if (!bias.defined()) return matmul_into(out, a, b);
-  ROSETTA_CHECK(a.dim() == 2 && b.dim() == 2 && bias.dim() == 1 && bias.shape()[0] == b.shape()[1],
-                "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", bias.shape(),
+  const bool has_bias = bias.defined();
+  ROSETTA_CHECK(a.dim() == 2 && b.dim() == 2 && (!has_bias || (bias.dim() == 1 && bias.shape()[0] == b.shape()[1])),
+                "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", (has_bias ? bias.shape() : Shape{}),
                 " are not [M, K], [K, N] and [N]");
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (out.dtype() == DType::f32 && a.dtype() == DType::f32 && b.dtype() == DType::f32 &&
-      bias.dtype() == DType::f32 && matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm &&
-      b.shape()[0] == K && out.shape() == Shape{M, N}) {
+      (!has_bias || bias.dtype() == DType::f32) && matmul_precision() == Precision::bf16 &&
+      M * N * K >= kMinBf16Gemm && b.shape()[0] == K && out.shape() == Shape{M, N}) {
     const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
-    if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && bias.is_contiguous()) {
+    if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && (!has_bias || bias.is_contiguous())) {
+      const float* bias_data = has_bias ? bias.data<float>() : nullptr;
       const int threads = M * N * K >= kSingleThreadGemm && !omp_in_parallel() ? omp_get_max_threads() : 1;
-      detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
-                        b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, threads, bias.data<float>());
+      if (PackedWeightsScope::Cache* cache = t_packed_weights) {
+        const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld,
+                                                 lb.trans == CblasTrans};
+        std::unique_ptr<detail::PackedB>& packed = cache->packed[key];
+        if (!packed) {
+          packed = std::make_unique<detail::PackedB>();
+          detail::pack_b_bf16(key.trans, K, N, b.data<float>(), lb.ld, *packed);
+        }
+        detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, *packed, 0.0f,
+                                 out.data<float>(), lc.ld, threads, bias_data);
+      } else {
+        detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
+                          b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, threads, bias_data);
+      }
       out.bump_version();
       return;
     }
   }
+  if (!has_bias) return matmul_into(out, a, b);
   out.copy_(bias);
   matmul_into(out, a, b, 1.0, 1.0);
 }

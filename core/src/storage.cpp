@@ -1,5 +1,7 @@
 #include "rosetta/core/storage.h"
 
+#include <atomic>
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -145,7 +147,10 @@ void set_cache_limit(size_t bytes) {
   c.trim_locked(bytes);
 }
 
-Storage::Storage(size_t nbytes) : data_(allocate_bytes(nbytes)), nbytes_(nbytes) {}
+Storage::Storage(size_t nbytes) : data_(allocate_bytes(nbytes)), nbytes_(nbytes) {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+}
 Storage::~Storage() { free_bytes(data_, nbytes_); }
 
 }  // namespace rosetta

@@ -47,6 +47,8 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
                 o.beam(), " and n_best ", o.n_best(), " must satisfy 1 <= n_best <= beam");
   ROSETTA_CHECK(o.no_repeat_ngram() >= 0, "search: no_repeat_ngram must not be negative, got ", o.no_repeat_ngram());
   NoGradGuard no_grad;
+  // Every step multiplies by the same weights: in bf16, pack them once for the whole search.
+  const PackedWeightsScope packed_weights;
   const int64_t B = src.shape()[0], S = src.shape()[1], K = o.beam();
   const int32_t pad = model.options().pad_id();
   if (B == 0) return {};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <sstream>
 #include <type_traits>
 
@@ -242,16 +244,41 @@ Tensor take_rows(const Tensor& t, const Tensor& index) {
   }
   return index_select(flat, index).reshape(out_shape);
 }
+
+// Rows `index` of a self-attention cache [B, H, max_T, Dh] (contiguous), positions [0, length)
+// only: the others are written before they are read.
+Tensor take_cache_rows(const Tensor& t, const std::vector<int32_t>& index, int64_t length) {
+  const int64_t H = t.shape()[1], T = t.shape()[2], Dh = t.shape()[3];
+  ROSETTA_CHECK(t.is_contiguous() && t.dtype() == DType::f32 && length <= T, "decoder cache of shape ", t.shape(),
+                " is not a contiguous F32 cache of at least ", length, " positions");
+  Tensor out = Tensor::empty({int64_t(index.size()), H, T, Dh});
+  const float* src = t.data<float>();
+  float* dst = out.data<float>();
+  for (size_t i = 0; i < index.size(); ++i)
+    for (int64_t h = 0; h < H; ++h)
+      std::memcpy(dst + (int64_t(i) * H + h) * T * Dh, src + (int64_t(index[i]) * H + h) * T * Dh,
+                  size_t(length * Dh) * sizeof(float));
+  return out;
+}
 }  // namespace
 
 void DecoderState::select(const Tensor& index) {
+  const std::vector<int32_t> rows = index.to_vector<int32_t>();
+  std::vector<int32_t> next_sources(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ROSETTA_CHECK(rows[i] >= 0 && rows[i] < batch(), "decoder state: row ", rows[i], " outside [0, ", batch(), ")");
+    next_sources[i] = sources.empty() ? rows[i] : sources[size_t(rows[i])];
+  }
+  const bool same_sources = !sources.empty() && next_sources == sources;
   for (LayerCache& c : layers) {
-    c.self_k = take_rows(c.self_k, index);
-    c.self_v = take_rows(c.self_v, index);
+    c.self_k = take_cache_rows(c.self_k, rows, length);
+    c.self_v = take_cache_rows(c.self_v, rows, length);
+    if (same_sources) continue;
     c.cross_k = Var(take_rows(c.cross_k.data(), index));
     c.cross_v = Var(take_rows(c.cross_v.data(), index));
   }
-  src_mask = take_rows(src_mask, index);
+  if (!same_sources) src_mask = take_rows(src_mask, index);
+  sources = std::move(next_sources);
 }
 
 // ------------------------------------------------------------------ the model
@@ -360,6 +387,8 @@ DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
   DecoderState st;
   const Var memory = encode(src);
   st.src_mask = key_padding_mask(src, options_.pad_id());
+  st.sources.resize(size_t(src.shape()[0]));
+  std::iota(st.sources.begin(), st.sources.end(), 0);
   st.layers.resize(decoder->layers->size());
   for (size_t i = 0; i < st.layers.size(); ++i) decoder->layers->at(i)->init_cache(st.layers[i], memory, max_len);
   return st;

@@ -237,3 +237,30 @@ TEST_CASE("CPU features and OpenBLAS's kernels are named", "[bf16][cpu]") {
   CHECK(k.cpu_isa == cpu_isa_level());
   CHECK_THAT(kernels_summary(), Catch::Contains("OpenBLAS " + k.core));
 }
+
+TEST_CASE("bf16 weights packed once per PackedWeightsScope follow the weights they were packed from", "[bf16]") {
+  if (!bf16_supported()) {
+    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+    return;
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Generator g(13);
+  const Tensor x = randn(g, {64, 96}), bias = randn(g, {80});
+  Tensor W = randn(g, {80, 96});
+  auto linear = [&](const Tensor& weight) {
+    Tensor y = Tensor::empty({64, 80});
+    matmul_bias_into(y, x, weight.transpose(0, 1), bias);
+    return y.to_vector<float>();
+  };
+  const std::vector<float> unscoped = linear(W);
+  const PackedWeightsScope scope;
+  CHECK(linear(W) == unscoped);  // packed on first use
+  CHECK(linear(W) == unscoped);  // and reused: the same packing, the same result
+  scale_(W, 2.0);                // an in-place write bumps the version: packed again
+  const std::vector<float> doubled = linear(W);
+  CHECK(doubled != unscoped);
+  for (size_t i = 0; i < doubled.size(); ++i) REQUIRE(doubled[i] - bias.to_vector<float>()[i % 80] ==
+                                                      Approx(2.0 * (unscoped[i] - bias.to_vector<float>()[i % 80])).epsilon(1e-5));
+  const Tensor other = W.clone();  // another storage with the same values: packed on its own
+  CHECK(linear(other) == doubled);
+}

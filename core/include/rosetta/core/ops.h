@@ -111,6 +111,23 @@ void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1
 // result; fp32 ones copy it into `out` and add the product to it.
 void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
 
+// While one lives on this thread, bf16 products of matmul_bias_into keep `b` (a weight) packed
+// for bf16 from its first use to the end of the scope and reuse the packing while the weight is
+// unchanged (same storage and version): decoding multiplies every step by the same weights. The
+// weights must not be written through raw pointers meanwhile. fp32 products are not affected.
+class PackedWeightsScope {
+ public:
+  PackedWeightsScope();
+  ~PackedWeightsScope();
+  PackedWeightsScope(const PackedWeightsScope&) = delete;
+  PackedWeightsScope& operator=(const PackedWeightsScope&) = delete;
+  struct Cache;  // opaque (core/src/matmul.cpp)
+
+ private:
+  Cache* cache_;
+  Cache* outer_;
+};
+
 // ------------------------------------------------------------------ softmax family (softmax.cpp)
 
 // Over the last axis; numerically stable; -inf entries allowed; a row that is all -inf gives

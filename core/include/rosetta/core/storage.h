@@ -55,11 +55,15 @@ class Storage {
   // Bumped by every in-place write, so autograd can detect a saved tensor that was modified.
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
+  // Unique in the process: a new storage never takes an old one's id, even where the
+  // allocator hands it the same memory (caches of derived data key on it).
+  uint64_t id() const { return id_; }
 
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   uint64_t version_ = 0;
+  uint64_t id_ = 0;
 };
 
 }  // namespace rosetta

@@ -59,6 +59,7 @@ class Tensor {
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
+  uint64_t storage_id() const { return storage_ ? storage_->id() : 0; }  // Storage::id()
   void bump_version() const {
     if (storage_) storage_->bump_version();
   }

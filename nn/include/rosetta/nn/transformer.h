@@ -167,8 +167,11 @@ struct DecoderState {
   std::vector<LayerCache> layers;
   Tensor src_mask;  // [B, 1, 1, S]
   int64_t length = 0;  // target positions decoded so far
+  std::vector<int32_t> sources;  // [B]: the row of start()'s source that each row decodes
   int64_t batch() const { return src_mask.shape()[0]; }
   // Keeps rows `index` (I32 [B']) of the batch, e.g. to follow beams or drop finished rows.
+  // Copies the self-attention caches up to `length` only, and the cross-attention caches and
+  // the mask only where a row's source changes (beams of one sentence share them).
   void select(const Tensor& index);
 };
 
