@@ -95,9 +95,10 @@ void bench_train(const BenchArgs& a, const Preset& p) {
 
   // The batch in one shard per replica (the whole batch when there is one): the training
   // step of rosetta train (train::Trainer), without clipping.
-  const int n = replicas_for_flag(a.replicas, p.batch * p.tgt_len, p.d);
+  const ThreadPlan plan = thread_plan_for_flag(a.replicas, p.batch * p.tgt_len, p.d);
+  const int n = plan.replicas;
   const nn::TransformerOptions options = model.options();
-  Trainer trainer(model, opt, TrainerOptions().replicas(n).clip(0), [&options] {
+  Trainer trainer(model, opt, TrainerOptions().replicas(n).replica_threads(plan.inner_threads).clip(0), [&options] {
     Generator init(0);
     return std::make_unique<nn::Transformer>(options, init);
   });
@@ -143,6 +144,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"blas_core", blas_core_name()},
                    {"kernels", kernels_summary()},
                    {"replicas", n},
+                   {"replica_threads", plan.inner_threads},
                    {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
   std::cout << j.dump() << std::endl;
 }

@@ -277,7 +277,9 @@ void run(const Problem& g, int threads) {
   const bool split_m = g.M >= g.N;
   const int64_t tiles = split_m ? tiles_m : tiles_n;
   threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
-  if (threads <= 1 || omp_in_parallel()) return compute(g, 0, g.M, 0, g.N);
+  // Inside a parallel region (a model replica's thread) this region is nested: it has its
+  // threads only where nested parallelism is on (ThreadReplicas turns it on for that).
+  if (threads <= 1) return compute(g, 0, g.M, 0, g.N);
 #pragma omp parallel num_threads(threads)
   {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();

@@ -10,7 +10,8 @@ namespace rosetta::detail {
 // B[j*ldb + k] when trans_b). A and B are rounded to bf16 (nearest even) as they are packed;
 // products and sums are fp32 (VDPBF16PS). beta 0 never reads C. `bias` (N values, or null) is
 // added to every row as the result is stored: C = alpha * op(A) op(B) + bias + beta * C. Uses up
-// to `threads` OpenMP threads (1 inside a parallel region). Only where gemm_bf16_available().
+// to `threads` OpenMP threads (a nested team inside a parallel region). Only where
+// gemm_bf16_available().
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                int64_t ldc, int threads, const float* bias = nullptr);

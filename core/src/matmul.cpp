@@ -59,11 +59,18 @@ void sized_gemm(int64_t M, int64_t N, int64_t K, F f) {
 // runs in fp32.
 constexpr int64_t kMinBf16Gemm = 32 * 32 * 32;
 
+// Threads for a bf16 product: all of them for a large one outside parallel regions; inside one
+// (a model replica's thread) what set_nested_gemm_threads gave this thread, for large ones.
+int bf16_threads(int64_t M, int64_t N, int64_t K) {
+  if (M * N * K < kSingleThreadGemm) return 1;
+  return omp_in_parallel() ? nested_gemm_threads() : omp_get_max_threads();
+}
+
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
           int64_t ldc) {
   if (matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm) {
-    const int threads = M * N * K >= kSingleThreadGemm && !omp_in_parallel() ? omp_get_max_threads() : 1;
+    const int threads = bf16_threads(M, N, K);
     detail::gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb,
                       float(beta), c, ldc, threads);
     return;
@@ -213,7 +220,7 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
     const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
     if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && (!has_bias || bias.is_contiguous())) {
       const float* bias_data = has_bias ? bias.data<float>() : nullptr;
-      const int threads = M * N * K >= kSingleThreadGemm && !omp_in_parallel() ? omp_get_max_threads() : 1;
+      const int threads = bf16_threads(M, N, K);
       if (PackedWeightsScope::Cache* cache = t_packed_weights) {
         const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld,
                                                  lb.trans == CblasTrans};

@@ -479,6 +479,12 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return omp_get_max_threads(); }
 
+namespace {
+thread_local int t_nested_gemm_threads = 1;
+}
+void set_nested_gemm_threads(int n) { t_nested_gemm_threads = std::max(n, 1); }
+int nested_gemm_threads() { return t_nested_gemm_threads; }
+
 std::string blas_core_name() {
   const char* name = openblas_get_corename();
   return name ? name : "unknown";

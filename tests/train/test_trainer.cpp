@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/cpu.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/safetensors.h"
 #include "rosetta/nn/nn.h"
@@ -180,6 +181,55 @@ TEST_CASE("replicas are used when BLAS threads cannot pay off", "[train]") {
   REQUIRE(ThreadReplicas::count(1, 2, 512, 64) == 1);    // asked for: as asked
   REQUIRE(ThreadReplicas::count(2, 2, 1024, 512) == 2);
   REQUIRE_THROWS_WITH(ThreadReplicas::count(3, 2, 512, 64), Catch::Contains("3 exceed the 2 threads"));
+}
+
+TEST_CASE("the thread plan keeps shards of at least 64 rows, the other threads inside the products", "[train]") {
+  auto plan = [](int requested, int threads, int64_t rows, int64_t dim) {
+    const train::ThreadPlan p = ThreadReplicas::plan(requested, threads, rows, dim);
+    return std::make_pair(p.replicas, p.inner_threads);
+  };
+  CHECK(plan(0, 2, 2500, 256) == std::make_pair(2, 1));    // the default translator, 2 threads
+  CHECK(plan(0, 16, 2500, 256) == std::make_pair(16, 1));  // 16 threads: 156 rows each
+  CHECK(plan(0, 64, 2500, 256) == std::make_pair(32, 2));  // 64 threads: 39 rows would be too few
+  CHECK(plan(0, 16, 512, 64) == std::make_pair(8, 2));     // bench tiny on 16 threads
+  CHECK(plan(0, 12, 512, 64) == std::make_pair(6, 2));     // a divisor of the threads
+  CHECK(plan(0, 2, 1024, 512) == std::make_pair(1, 2));    // bench base: one model, both threads
+  CHECK(plan(2, 4, 512, 64) == std::make_pair(2, 2));      // asked for: the threads shared
+  CHECK(plan(3, 4, 512, 64) == std::make_pair(3, 1));
+}
+
+TEST_CASE("replicas with threads inside their bf16 products train as with one each", "[train][bf16]") {
+  if (!bf16_supported()) {
+    WARN("skipped: this CPU has no AVX512_BF16");
+    return;
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  // Products of 256 rows x 256 x 256 per replica: large enough for nested threads.
+  auto make = [] {
+    Generator g(4);
+    return std::make_unique<nn::Linear>(nn::LinearOptions(256, 256), g);
+  };
+  Generator data(9);
+  const Tensor x = data.normal({512, 256}, 0.0, 1.0), y = data.normal({512, 256}, 0.0, 1.0);
+  std::vector<std::vector<double>> losses;
+  const int threads = get_num_threads();
+  set_num_threads(4);  // oversubscribed on a 2-core machine: this checks results, not speed
+  for (int inner : {1, 2}) {
+    auto model = make();
+    optim::Adam opt(model->parameters(), optim::AdamOptions());
+    Trainer trainer(*model, opt, TrainerOptions().replicas(2).replica_threads(inner).clip(1.0), make);
+    std::vector<double> run;
+    for (int step = 0; step < 3; ++step)
+      run.push_back(trainer.step({512}, 512, [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
+        const Var out = static_cast<nn::Linear&>(m).forward(Var(x.narrow(0, b0, b1 - b0)));
+        const Var d = sub(out, Var(y.narrow(0, b0, b1 - b0)));
+        return ShardLoss{mean(square(d)), (b1 - b0)};
+      }).loss);
+    losses.push_back(run);
+  }
+  set_num_threads(threads);
+  // Each element of a bf16 product is summed by one thread in one order, however many share it.
+  CHECK(losses[0] == losses[1]);
 }
 
 TEST_CASE("a user's model trains the same on one replica and on two", "[train]") {

@@ -18,8 +18,9 @@ std::vector<Generator*> dropout_generators(const nn::Module& model) {
   return out;
 }
 
-ThreadReplicas::ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, int n, const Factory& make)
-    : model_(model), generators_{dropout_generators(model)} {
+ThreadReplicas::ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, int n, const Factory& make,
+                               int inner_threads)
+    : model_(model), generators_{dropout_generators(model)}, inner_threads_(std::max(inner_threads, 1)) {
   const std::vector<Var>& primary = opt.params();
   for (int r = 1; r < n; ++r) {
     ROSETTA_CHECK(make, "replicas: ", n, " replicas need a factory for the models of the others");
@@ -61,14 +62,17 @@ void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, in
       g.set_shard(rows * r / n, rows * (r + 1) / n - rows * r / n, rows);
     }
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
+  if (inner_threads_ > 1 && omp_get_max_active_levels() < 2) omp_set_max_active_levels(2);
 #pragma omp parallel num_threads(n)
   {
     const int r = omp_get_thread_num();
+    set_nested_gemm_threads(inner_threads_);
     try {
       f(r, rows * r / n, rows * (r + 1) / n);
     } catch (...) {
       errors[size_t(r)] = std::current_exception();
     }
+    set_nested_gemm_threads(1);
   }
   for (int r = 0; r < n; ++r)
     for (Generator* g : generators_[size_t(r)]) g->clear_shard();
@@ -109,23 +113,39 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   for (Tensor& g : grads_) g.bump_version();
 }
 
-int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim) {
+ThreadPlan ThreadReplicas::plan(int requested, int threads, int64_t rows, int64_t dim) {
   ROSETTA_CHECK(requested <= threads, "replicas: ", requested, " exceed the ", threads,
                 " threads of this process (one replica per thread)");
-  if (requested > 0) return requested;
+  threads = std::max(threads, 1);
+  if (requested > 0) return {requested, std::max(1, threads / requested)};
   // bench/MACHINE.md: two BLAS threads gain 1.5x over one at 2048 x 256 x 256 and nothing at
   // 512 x 64 x 64. Replicas paid off while a whole batch's projection had fewer than 2^28
   // multiply-adds (2 threads: bench tiny 1.7x, small 1.1x, base none; the default translator,
   // 2,500-token batches at d_model 256, 1.2x).
   constexpr int64_t kReplicaLimit = int64_t(1) << 28;
-  if (threads <= 1 || rows < threads) return 1;
-  return rows * dim * dim < kReplicaLimit ? threads : 1;
+  if (threads <= 1 || rows < threads || rows * dim * dim >= kReplicaLimit) return {1, threads};
+  // One replica per thread (the 2-thread default translator: 1,250 rows each), unless the
+  // shards would get too small (64 threads: 39 rows): then fewer, larger ones.
+  int n = threads;
+  while (n > 1 && rows / n < kMinShardRows) {
+    --n;
+    while (threads % n) --n;
+  }
+  return {n, threads / n};
+}
+
+int ThreadReplicas::count(int requested, int threads, int64_t rows, int64_t dim) {
+  return plan(requested, threads, rows, dim).replicas;
+}
+
+ThreadPlan thread_plan_for_flag(int requested, int64_t rows, int64_t dim) {
+  ROSETTA_CHECK(requested <= get_num_threads(), "--replicas ", requested, " exceeds the ", get_num_threads(),
+                " threads of this process (one replica per thread; see --threads)");
+  return ThreadReplicas::plan(requested, get_num_threads(), rows, dim);
 }
 
 int replicas_for_flag(int requested, int64_t rows, int64_t dim) {
-  ROSETTA_CHECK(requested <= get_num_threads(), "--replicas ", requested, " exceeds the ", get_num_threads(),
-                " threads of this process (one replica per thread; see --threads)");
-  return ThreadReplicas::count(requested, get_num_threads(), rows, dim);
+  return thread_plan_for_flag(requested, rows, dim).replicas;
 }
 
 }  // namespace rosetta::train

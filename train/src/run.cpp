@@ -328,7 +328,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
   const bool restart = !c.resume.empty() && !resuming;
   set_num_threads(threads_for(c, group));
-  const int n_replicas = replicas_for_flag(c.replicas, c.max_tokens, c.model.d_model());
+  const ThreadPlan thread_plan = thread_plan_for_flag(c.replicas, c.max_tokens, c.model.d_model());
+  const int n_replicas = thread_plan.replicas;
   if (root) check_run_dir(run, resuming, restart);
   if (root) MemoryBudget(c.memory_limit).check(training_plan(c, n_replicas, group.local_size()));
 
@@ -371,14 +372,22 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   // Replicas 1..n-1 are tied to the model's weights (train/replicas.h): their weights follow
   // the model's through resume and broadcast, since both write the shared values in place.
   Trainer trainer(model, *opt,
-                  TrainerOptions().replicas(n_replicas).clip(c.clip).stop_on_nonfinite(c.on_nonfinite == "stop").ema(c.ema),
+                  TrainerOptions()
+                      .replicas(n_replicas)
+                      .replica_threads(thread_plan.inner_threads)
+                      .clip(c.clip)
+                      .stop_on_nonfinite(c.on_nonfinite == "stop")
+                      .ema(c.ema),
                   [&model_options] {
                     Generator g(0);  // its weights and random state give way to the model's
                     return std::make_unique<nn::Transformer>(model_options, g);
                   },
                   schedule, group);
-  if (n_replicas > 1)
+  if (n_replicas > 1 && thread_plan.inner_threads == 1)
     say.info(concat(n_replicas, " model replicas, one per thread, each train a shard of every batch (--replicas)"));
+  else if (n_replicas > 1)
+    say.info(concat(n_replicas, " model replicas, each train a shard of every batch on ", thread_plan.inner_threads,
+                    " threads in its bf16 products (--replicas)"));
   data::BatchIterator it(d.train, data::BatchOptions().max_tokens(size_t(c.max_tokens)).seed(c.seed));
   if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
   Progress p;

@@ -39,7 +39,7 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& opt, TrainerOptions option
       options_(options),
       schedule_(std::move(schedule)),
       group_(group),
-      replicas_(model, opt, options.replicas(), make_replica),
+      replicas_(model, opt, options.replicas(), make_replica, options.replica_threads()),
       generators_(dropout_generators(model)) {
   ROSETTA_CHECK(options_.clip() >= 0, "Trainer: clip must be >= 0, not ", options_.clip());
   ROSETTA_CHECK(options_.ema() >= 0 && options_.ema() < 1, "Trainer: ema must be in [0, 1), not ", options_.ema());

@@ -142,6 +142,11 @@ decltype(auto) dispatch_float(DType dtype, Fn&& fn) {
 // Threads for OpenMP loops and OpenBLAS (one shared OpenMP pool). 0 leaves the default.
 void set_num_threads(int n);
 int get_num_threads();
+// Threads that a large bf16 matrix product may use when it is called inside a parallel region
+// on this thread, such as a model replica's (train/replicas.h): 1 by default. Needs nested
+// OpenMP (omp_set_max_active_levels(2)); OpenBLAS's fp32 products stay on one thread there.
+void set_nested_gemm_threads(int n);
+int nested_gemm_threads();
 // Which OpenBLAS kernel set is active, e.g. "Haswell" or "SkylakeX".
 std::string blas_core_name();
 

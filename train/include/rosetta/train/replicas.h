@@ -26,6 +26,14 @@ namespace rosetta::train {
 // (a model whose dropouts share one generator has one).
 std::vector<Generator*> dropout_generators(const nn::Module& model);
 
+// How a process's threads train: `replicas` model replicas, each on its own thread with a shard
+// of every batch, and `inner_threads` threads in each replica's large bf16 products (nested:
+// OpenBLAS's fp32 products and the other kernels stay on the replica's thread).
+struct ThreadPlan {
+  int replicas = 1;
+  int inner_threads = 1;
+};
+
 class ThreadReplicas {
  public:
   // A new model of the same architecture as the trained one (its weights and random state are
@@ -36,7 +44,8 @@ class ThreadReplicas {
   // n-1 others come from `make` and are tied to the optimizer's values. The state of the model's
   // dropout generators is the one that counts (checkpoints save it); the replicas' are set from
   // it at every run(). `make` may be empty when n is 1.
-  ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, int n, const Factory& make);
+  ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, int n, const Factory& make,
+                 int inner_threads = 1);
 
   int size() const { return int(extra_.size()) + 1; }
   nn::Module& model(int r) const { return r == 0 ? model_ : *extra_[size_t(r - 1)]; }
@@ -53,20 +62,33 @@ class ThreadReplicas {
   // zeroes theirs for the next step.
   void reduce_into(const optim::Optimizer& opt);
 
-  // The number of replicas for `requested` (0: automatic) on `threads` threads, for batches of
-  // `rows` rows through dim x dim projections. 0 picks one per thread while such a GEMM is too
-  // small for BLAS's own threads to pay off, else 1. Throws when `requested` exceeds `threads`.
+  // The plan for `requested` replicas (0: automatic) on `threads` threads, for batches of `rows`
+  // rows (tokens) through dim x dim projections. Automatic: one replica while a batch's
+  // projection is large enough for all threads in each product (2^28 multiply-adds), else one
+  // per thread, as long as each replica's shard keeps kMinShardRows rows (GEMMs of fewer rows
+  // run far below the roof); past that, fewer replicas (a divisor of `threads`) with the other
+  // threads inside their products. Requested: that many, the threads shared among them. Throws
+  // when `requested` exceeds `threads`.
+  static ThreadPlan plan(int requested, int threads, int64_t rows, int64_t dim);
+  // plan(...).replicas.
   static int count(int requested, int threads, int64_t rows, int64_t dim);
+  // bf16 products of 1 x 256 x 256 per row ran at 0.44 (8 rows), 0.55 (16), 0.78 (32), 0.83 (64)
+  // and 0.95 (128) of their speed at 1,024 rows, fp32 ones at 0.46, 0.64, 0.77, 0.89 and 0.94
+  // (Zen 4, one thread, bench/gemm_bench.cpp's shapes).
+  static constexpr int64_t kMinShardRows = 64;
 
  private:
   nn::Module& model_;
   std::vector<std::unique_ptr<nn::Module>> extra_;
   std::vector<std::vector<Generator*>> generators_;  // [replica][j]: replica's j-th dropout generator
   std::vector<Tensor> grads_;                        // [N] per extra replica
+  int inner_threads_ = 1;
 };
 
-// ThreadReplicas::count on this process's threads for a --replicas option: a request above the
+// ThreadReplicas::plan on this process's threads for a --replicas option: a request above the
 // threads is refused naming the option.
+ThreadPlan thread_plan_for_flag(int requested, int64_t rows, int64_t dim);
+// thread_plan_for_flag(...).replicas.
 int replicas_for_flag(int requested, int64_t rows, int64_t dim);
 
 }  // namespace rosetta::train

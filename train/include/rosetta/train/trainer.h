@@ -34,8 +34,10 @@ namespace rosetta::train {
 
 struct TrainerOptions {
   // Thread replicas of the model, each training a shard of every batch (1: none; see
-  // ThreadReplicas::count for a choice by size).
+  // ThreadReplicas::plan for a choice by size).
   ROSETTA_ARG(int, replicas) = 1;
+  // Threads in each replica's large bf16 products (ThreadPlan::inner_threads).
+  ROSETTA_ARG(int, replica_threads) = 1;
   // Global gradient-norm clip (0: off; the norm is still measured).
   ROSETTA_ARG(double, clip) = 1.0;
   // A non-finite loss or gradient: true throws NonFiniteError, false skips the update (and
