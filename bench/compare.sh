@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs rosetta's benchmark and the PyTorch reference (shared/bench/torch_reference.py, with
 # Debian's python3-torch) back to back on this machine, preset by preset, and prints a table
-# of training tokens/s, decoding sentences/s, MFU and peak RSS with the ratios.
+# of training tokens/s, decoding sentences/s, MFU and peak RSS with the ratios. Both in fp32
+# (rosetta bench --precision fp32); bench/precision.sh compares bf16 with PyTorch's autocast.
 #
 #   bench/compare.sh [--presets "tiny small base"] [--threads 2] [--steps 20] [--rounds 3]
 #
@@ -31,10 +32,10 @@ for p in $presets; do
   # base steps take seconds: fewer of them
   s=$steps; [ "$p" = base ] && s=$(( steps < 6 ? steps : 6 ))
   for r in $(seq "$rounds"); do
-    "$rosetta" bench --preset "$p" --threads "$threads" --steps "$s" >> "$out/ours.$p.train"
+    "$rosetta" bench --preset "$p" --threads "$threads" --steps "$s" --precision fp32 >> "$out/ours.$p.train"
     /usr/bin/python3 "$torch_ref" --preset "$p" --threads "$threads" --steps "$s" >> "$out/torch.$p.train"
     if [ "$p" != base ]; then
-      "$rosetta" bench --decode --preset "$p" --threads "$threads" --steps "$s" >> "$out/ours.$p.decode"
+      "$rosetta" bench --decode --preset "$p" --threads "$threads" --steps "$s" --precision fp32 >> "$out/ours.$p.decode"
       /usr/bin/python3 "$torch_ref" --decode --preset "$p" --threads "$threads" --steps "$s" >> "$out/torch.$p.decode"
     fi
   done
