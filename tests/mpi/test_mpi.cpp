@@ -36,8 +36,10 @@ using json = nlohmann::json;
 
 // --ema 0: the moving average is one flat tensor in which the attention key biases (which ranks
 // agree on only to a few lr steps, see the top of the file) cannot be told from the rest.
+// fp32 products: the ranks' different summation orders stay at fp32 rounding (in bf16 a weight
+// that differs in its last bit can round to the other bf16 neighbour, and runs drift further).
 const char* kFlags =
-    "--ema 0 --task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 "
+    "--precision fp32 --ema 0 --task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 "
     "--max-tokens 96 --lr 3e-3 --warmup 4 --dropout 0 --copy-symbols 8 --copy-min-len 3 "
     "--copy-max-len 6 --copy-train-size 600 --copy-valid-size 40 --valid-bleu-sentences 40 "
     "--max-len 16 --threads 1 --log-every 1";
