@@ -64,13 +64,17 @@ void check_product(const Tensor& c, const Tensor& a, const Tensor& b, double alp
 
 Tensor randn(Generator& g, const Shape& s) { return g.normal(s, 0.0, 1.0); }
 
+// True (with a note) where the CPU has no AVX512_BF16: the bf16 products cannot run.
+bool skipped_without_bf16() {
+  if (bf16_supported()) return false;
+  WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("bf16 products: every shape class of the Transformer, against float64", "[bf16]") {
-  if (!bf16_supported()) {
-    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
-    return;
-  }
+  if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);
   Generator g(7);
   // Linear layers, y = x @ W^T (x [N, in], W [out, in]) and its gradients: the projections
@@ -109,10 +113,7 @@ TEST_CASE("bf16 products: every shape class of the Transformer, against float64"
 }
 
 TEST_CASE("bf16 products: alpha, accumulation into the output, odd and empty sizes", "[bf16]") {
-  if (!bf16_supported()) {
-    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
-    return;
-  }
+  if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);
   Generator g(11);
   for (const auto& [M, N, K] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
@@ -158,10 +159,7 @@ TEST_CASE("bf16 products: alpha, accumulation into the output, odd and empty siz
 }
 
 TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {
-  if (!bf16_supported()) {
-    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
-    return;
-  }
+  if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);
   Generator g(3);
   const Tensor a = randn(g, {700, 512}), b = randn(g, {512, 300});
@@ -239,10 +237,7 @@ TEST_CASE("CPU features and OpenBLAS's kernels are named", "[bf16][cpu]") {
 }
 
 TEST_CASE("bf16 weights packed once per PackedWeightsScope follow the weights they were packed from", "[bf16]") {
-  if (!bf16_supported()) {
-    WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
-    return;
-  }
+  if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);
   Generator g(13);
   const Tensor x = randn(g, {64, 96}), bias = randn(g, {80});
