@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -178,14 +178,11 @@ std::string kernels_summary() {
 }
 
 std::string kernels_line(int roof_n) {
-  char roofs[160];
   const double bf16 = measure_bf16_gemm_gflops(roof_n);
-  if (bf16 > 0)
-    std::snprintf(roofs, sizeof roofs, "roofs on %d threads: sgemm %.0f GFLOP/s, bf16 %.0f GFLOP/s", omp_get_max_threads(),
-                  measure_sgemm_gflops(roof_n), bf16);
-  else
-    std::snprintf(roofs, sizeof roofs, "roof on %d threads: sgemm %.0f GFLOP/s", omp_get_max_threads(),
-                  measure_sgemm_gflops(roof_n));
+  std::string roofs = bf16 > 0 ? "roofs on " : "roof on ";
+  roofs += std::to_string(omp_get_max_threads()) + " threads: sgemm " +
+           std::to_string(std::lround(measure_sgemm_gflops(roof_n))) + " GFLOP/s";
+  if (bf16 > 0) roofs += ", bf16 " + std::to_string(std::lround(bf16)) + " GFLOP/s";
   return "kernels: " + kernels_summary() + "; matrix products in " + precision_name(matmul_precision()) + "; " + roofs;
 }
 
@@ -205,31 +202,36 @@ std::string blas_kernels_warning() {
   return s;
 }
 
-double measure_sgemm_gflops(int n) {
-  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
+namespace {
+// Best GFLOP/s of product() (an n x n x n GEMM) over 4 timed runs after a warm-up.
+template <class F>
+double best_gflops(int n, F product) {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const double t0 = now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                c.data(), n);
+    product();
     const double dt = now_s() - t0;
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
   }
   return best;
 }
+}  // namespace
+
+double measure_sgemm_gflops(int n) {
+  std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
+  return best_gflops(n, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                c.data(), n);
+  });
+}
 
 double measure_bf16_gemm_gflops(int n) {
   if (!detail::gemm_bf16_available()) return 0;
   std::vector<float> a(size_t(n) * n, 1.0f), b(size_t(n) * n, 0.5f), c(size_t(n) * n);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = now_s();
+  return best_gflops(n, [&] {
     detail::gemm_bf16(false, true, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n,
                       omp_get_max_threads());
-    const double dt = now_s() - t0;
-    if (rep > 0) best = std::max(best, 2.0 * n * n * n / dt / 1e9);
-  }
-  return best;
+  });
 }
 
 const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
