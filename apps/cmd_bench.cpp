@@ -75,7 +75,7 @@ nn::TransformerOptions model_options(const Preset& p, double dropout) {
 
 struct BenchArgs {
   std::string preset = "small";
-  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::count picks
+  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::plan picks
   bool decode = false, profile_allocs = false;
   std::string precision = "auto";
 };

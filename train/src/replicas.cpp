@@ -144,8 +144,4 @@ ThreadPlan thread_plan_for_flag(int requested, int64_t rows, int64_t dim) {
   return ThreadReplicas::plan(requested, get_num_threads(), rows, dim);
 }
 
-int replicas_for_flag(int requested, int64_t rows, int64_t dim) {
-  return thread_plan_for_flag(requested, rows, dim).replicas;
-}
-
 }  // namespace rosetta::train

@@ -88,7 +88,5 @@ class ThreadReplicas {
 // ThreadReplicas::plan on this process's threads for a --replicas option: a request above the
 // threads is refused naming the option.
 ThreadPlan thread_plan_for_flag(int requested, int64_t rows, int64_t dim);
-// thread_plan_for_flag(...).replicas.
-int replicas_for_flag(int requested, int64_t rows, int64_t dim);
 
 }  // namespace rosetta::train
