@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rosetta/autograd/var.h"
+#include "rosetta/core/lifetime.h"
 
 namespace rosetta {
 
@@ -22,10 +23,10 @@ struct GradcheckOptions {
   // nonzero values beforehand: the ops then add into the buffers in place (beta 1), and a
   // gradient that overwrites or drops what a buffer held shows.
   bool buffers = false;
-  GradcheckOptions& step(double v) { eps = v; return *this; }
-  GradcheckOptions& abs_tol(double v) { atol = v; return *this; }
-  GradcheckOptions& rel_tol(double v) { rtol = v; return *this; }
-  GradcheckOptions& grad_buffers(bool v) { buffers = v; return *this; }
+  ROSETTA_SETTER(GradcheckOptions, step, double, eps)
+  ROSETTA_SETTER(GradcheckOptions, abs_tol, double, atol)
+  ROSETTA_SETTER(GradcheckOptions, rel_tol, double, rtol)
+  ROSETTA_SETTER(GradcheckOptions, grad_buffers, bool, buffers)
 };
 
 struct GradcheckResult {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/tensor.h"
 
@@ -48,17 +49,17 @@ class Var {
   explicit Var(Tensor data, bool requires_grad = false);
 
   bool defined() const { return impl_ != nullptr; }
-  const Tensor& data() const { return impl_->data; }
+  const Tensor& data() const ROSETTA_LIFETIMEBOUND { return impl_->data; }
   // Copies a new value in place (e.g. to load weights); shape and dtype must match. Views of
   // the value (e.g. a flat optimizer buffer) stay valid, and the version bump lets stale
   // graphs detect the change.
   void set_data(const Tensor& t);
-  const Tensor& grad() const { return impl_->meta->grad; }
+  const Tensor& grad() const ROSETTA_LIFETIMEBOUND { return impl_->meta->grad; }
   bool requires_grad() const { return impl_ && impl_->meta->requires_grad; }
   Var& set_requires_grad(bool on);
   bool is_leaf() const { return !impl_->meta->grad_fn; }
 
-  const Shape& shape() const { return impl_->data.shape(); }
+  const Shape& shape() const ROSETTA_LIFETIMEBOUND { return impl_->data.shape(); }
   int dim() const { return impl_->data.dim(); }
   int64_t size(int axis) const { return impl_->data.size(axis); }
   int64_t numel() const { return impl_->data.numel(); }
@@ -83,8 +84,8 @@ class Var {
   // flat parameter storage): the value is copied there and the buffer becomes the value.
   void bind_data_buffer(const Tensor& buffer);
 
-  VarImpl* impl() const { return impl_.get(); }
-  const std::shared_ptr<AutogradMeta>& meta() const { return impl_->meta; }
+  VarImpl* impl() const ROSETTA_LIFETIMEBOUND { return impl_.get(); }
+  const std::shared_ptr<AutogradMeta>& meta() const ROSETTA_LIFETIMEBOUND { return impl_->meta; }
   bool same(const Var& o) const { return impl_ == o.impl_; }
 
  private:
@@ -97,7 +98,7 @@ class Saved {
  public:
   Saved() = default;
   explicit Saved(const Tensor& t) : t_(t), version_(t.version()) {}
-  const Tensor& get() const;
+  const Tensor& get() const ROSETTA_LIFETIMEBOUND;
   bool defined() const { return t_.defined(); }
 
  private:

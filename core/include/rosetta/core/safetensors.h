@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/core/tensor.h"
 
 namespace rosetta {
@@ -26,7 +27,7 @@ struct SafeTensors {
   std::map<std::string, std::string> metadata;          // the "__metadata__" entry
 
   // The tensor called `name`, or nullptr.
-  const Tensor* find(const std::string& name) const;
+  const Tensor* find(const std::string& name) const ROSETTA_LIFETIMEBOUND;
 };
 
 // The bytes of a safetensors file holding `tensors` (written in the given order; non-contiguous

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/lifetime.h"
 
 namespace rosetta {
 
@@ -26,10 +27,10 @@ class Shape {
   int64_t operator[](int i) const { return d_[i]; }
   // Negative indices count from the back: back(-1) is the last dimension.
   int64_t back(int i = -1) const { return d_[n_ + i]; }
-  const int64_t* begin() const { return d_.data(); }
-  const int64_t* end() const { return d_.data() + n_; }
-  int64_t* begin() { return d_.data(); }
-  int64_t* end() { return d_.data() + n_; }
+  const int64_t* begin() const ROSETTA_LIFETIMEBOUND { return d_.data(); }
+  const int64_t* end() const ROSETTA_LIFETIMEBOUND { return d_.data() + n_; }
+  int64_t* begin() ROSETTA_LIFETIMEBOUND { return d_.data(); }
+  int64_t* end() ROSETTA_LIFETIMEBOUND { return d_.data() + n_; }
 
   void push_back(int64_t v) {
     ROSETTA_CHECK(n_ < kMaxDims, "Shape: more than ", kMaxDims, " dimensions");

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "rosetta/core/lifetime.h"
+
 namespace rosetta {
 
 enum class DType : uint8_t { f32, f64, i32 };
@@ -48,8 +50,8 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() { return data_; }
-  const void* data() const { return data_; }
+  void* data() ROSETTA_LIFETIMEBOUND { return data_; }
+  const void* data() const ROSETTA_LIFETIMEBOUND { return data_; }
   size_t nbytes() const { return nbytes_; }
 
   // Bumped by every in-place write, so autograd can detect a saved tensor that was modified.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/lifetime.h"
 #include "rosetta/core/shape.h"
 #include "rosetta/core/storage.h"
 
@@ -45,8 +46,8 @@ class Tensor {
 
   // --- properties ---
   bool defined() const { return storage_ != nullptr; }
-  const Shape& shape() const { return shape_; }
-  const Shape& strides() const { return strides_; }
+  const Shape& shape() const ROSETTA_LIFETIMEBOUND { return shape_; }
+  const Shape& strides() const ROSETTA_LIFETIMEBOUND { return strides_; }
   int64_t offset() const { return offset_; }
   DType dtype() const { return dtype_; }
   int dim() const { return shape_.size(); }
@@ -57,7 +58,7 @@ class Tensor {
   // view of a contiguous tensor), `order` receiving its axes from outermost to innermost.
   bool is_dense(std::vector<int>* order = nullptr) const;
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
-  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  const std::shared_ptr<Storage>& storage() const ROSETTA_LIFETIMEBOUND { return storage_; }
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
   uint64_t storage_id() const { return storage_ ? storage_->id() : 0; }  // Storage::id()
   void bump_version() const {
@@ -66,7 +67,7 @@ class Tensor {
 
   // Pointer to the first element of the view (checked against the dtype).
   template <class T>
-  T* data() const;
+  T* data() const ROSETTA_LIFETIMEBOUND;
 
   // --- views (no copy) ---
   // Same elements, new shape; one dimension may be -1. Throws unless the view's memory layout
@@ -97,7 +98,7 @@ class Tensor {
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
   // Copies src (broadcast to this shape, any dtype) into this view.
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src) ROSETTA_LIFETIMEBOUND;
 
   // --- element access (slow; for tests and small tensors) ---
   double item() const;  // requires exactly one element

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/core/tensor.h"
 #include "rosetta/data/corpus.h"
 
@@ -43,12 +44,12 @@ struct BatchOptions {
   uint64_t seed_ = 0;
   bool src_eos_ = false;         // append eos to every source sequence
 
-  BatchOptions& max_tokens(size_t v) { max_tokens_ = v; return *this; }
-  BatchOptions& max_sentences(size_t v) { max_sentences_ = v; return *this; }
-  BatchOptions& bucket_chunk(size_t v) { bucket_chunk_ = v; return *this; }
-  BatchOptions& shuffle(bool v) { shuffle_ = v; return *this; }
-  BatchOptions& seed(uint64_t v) { seed_ = v; return *this; }
-  BatchOptions& src_eos(bool v) { src_eos_ = v; return *this; }
+  ROSETTA_SETTER(BatchOptions, max_tokens, size_t, max_tokens_)
+  ROSETTA_SETTER(BatchOptions, max_sentences, size_t, max_sentences_)
+  ROSETTA_SETTER(BatchOptions, bucket_chunk, size_t, bucket_chunk_)
+  ROSETTA_SETTER(BatchOptions, shuffle, bool, shuffle_)
+  ROSETTA_SETTER(BatchOptions, seed, uint64_t, seed_)
+  ROSETTA_SETTER(BatchOptions, src_eos, bool, src_eos_)
 };
 
 struct Batch {
@@ -113,8 +114,8 @@ class BatchIterator {
   uint64_t epoch() const { return epoch_; }
   uint64_t position() const { return position_; }
   size_t batches_in_epoch() const { return plan_.size(); }
-  const std::vector<TokenPair>& pairs() const { return pairs_; }
-  const BatchOptions& options() const { return options_; }
+  const std::vector<TokenPair>& pairs() const ROSETTA_LIFETIMEBOUND { return pairs_; }
+  const BatchOptions& options() const ROSETTA_LIFETIMEBOUND { return options_; }
 
  private:
   void load_epoch(uint64_t epoch);

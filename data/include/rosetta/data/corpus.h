@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
+
 namespace rosetta::data {
 
 class Tokenizer;
@@ -36,9 +38,9 @@ struct ReadOptions {
   size_t max_bytes_ = 0;  // filter pairs whose source or target is longer (bytes, trimmed)
   size_t max_words_ = 0;  // filter pairs whose source or target has more whitespace words
 
-  ReadOptions& max_line_bytes(size_t v) { max_line_bytes_ = v; return *this; }
-  ReadOptions& max_bytes(size_t v) { max_bytes_ = v; return *this; }
-  ReadOptions& max_words(size_t v) { max_words_ = v; return *this; }
+  ROSETTA_SETTER(ReadOptions, max_line_bytes, size_t, max_line_bytes_)
+  ROSETTA_SETTER(ReadOptions, max_bytes, size_t, max_bytes_)
+  ROSETTA_SETTER(ReadOptions, max_words, size_t, max_words_)
 };
 
 // A corpus and what happened while reading it:

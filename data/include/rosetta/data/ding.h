@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/data/corpus.h"
 
 namespace rosetta::data {
@@ -38,10 +39,10 @@ struct DingOptions {
   bool phrases_ = false;            // also write phrases.tsv (all non-sentence pairs)
   bool ascii_apostrophes_ = true;   // ’ and ‘ -> '
 
-  DingOptions& valid(size_t v) { valid_ = v; return *this; }
-  DingOptions& test(size_t v) { test_ = v; return *this; }
-  DingOptions& phrases(bool v) { phrases_ = v; return *this; }
-  DingOptions& ascii_apostrophes(bool v) { ascii_apostrophes_ = v; return *this; }
+  ROSETTA_SETTER(DingOptions, valid, size_t, valid_)
+  ROSETTA_SETTER(DingOptions, test, size_t, test_)
+  ROSETTA_SETTER(DingOptions, phrases, bool, phrases_)
+  ROSETTA_SETTER(DingOptions, ascii_apostrophes, bool, ascii_apostrophes_)
 };
 
 // The pairs of one Ding line (empty for comments and blank lines).

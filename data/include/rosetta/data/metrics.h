@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
+
 namespace rosetta::data {
 
 // ---------------------------------------------------------------- tokenizer '13a'
@@ -108,10 +110,10 @@ struct ChrfOptions {
   // with chrF++.py's epsilon smoothing.
   bool eps_smoothing_ = false;
 
-  ChrfOptions& char_order(int v) { char_order_ = v; return *this; }
-  ChrfOptions& beta(double v) { beta_ = v; return *this; }
-  ChrfOptions& whitespace(bool v) { whitespace_ = v; return *this; }
-  ChrfOptions& eps_smoothing(bool v) { eps_smoothing_ = v; return *this; }
+  ROSETTA_SETTER(ChrfOptions, char_order, int, char_order_)
+  ROSETTA_SETTER(ChrfOptions, beta, double, beta_)
+  ROSETTA_SETTER(ChrfOptions, whitespace, bool, whitespace_)
+  ROSETTA_SETTER(ChrfOptions, eps_smoothing, bool, eps_smoothing_)
 };
 
 // Sufficient statistics of chrF: for each order n = 1..char_order, three counts at

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
@@ -48,14 +50,14 @@ struct TokenizerOptions {
   std::string normalization_ = "nmt_nfkc";
   int max_sentence_bytes_ = 4192;  // longer training sentences are skipped by SentencePiece
 
-  TokenizerOptions& vocab_size(int v) { vocab_size_ = v; return *this; }
-  TokenizerOptions& model(TokenizerModel m) { model_ = m; return *this; }
-  TokenizerOptions& hard_vocab_limit(bool v) { hard_vocab_limit_ = v; return *this; }
-  TokenizerOptions& character_coverage(double v) { character_coverage_ = v; return *this; }
-  TokenizerOptions& seed(uint32_t v) { seed_ = v; return *this; }
-  TokenizerOptions& num_threads(int v) { num_threads_ = v; return *this; }
-  TokenizerOptions& normalization(std::string v) { normalization_ = std::move(v); return *this; }
-  TokenizerOptions& max_sentence_bytes(int v) { max_sentence_bytes_ = v; return *this; }
+  ROSETTA_SETTER(TokenizerOptions, vocab_size, int, vocab_size_)
+  ROSETTA_SETTER(TokenizerOptions, model, TokenizerModel, model_)
+  ROSETTA_SETTER(TokenizerOptions, hard_vocab_limit, bool, hard_vocab_limit_)
+  ROSETTA_SETTER(TokenizerOptions, character_coverage, double, character_coverage_)
+  ROSETTA_SETTER(TokenizerOptions, seed, uint32_t, seed_)
+  ROSETTA_SETTER(TokenizerOptions, num_threads, int, num_threads_)
+  ROSETTA_SETTER(TokenizerOptions, normalization, std::string, normalization_)
+  ROSETTA_SETTER(TokenizerOptions, max_sentence_bytes, int, max_sentence_bytes_)
 };
 
 class Tokenizer {
@@ -105,7 +107,7 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp);
-  const sentencepiece::SentencePieceProcessor& sp() const;
+  const sentencepiece::SentencePieceProcessor& sp() const ROSETTA_LIFETIMEBOUND;
 
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
 };

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/lifetime.h"
 #include "rosetta/nn/module.h"
 
 namespace rosetta::nn {
@@ -48,7 +49,7 @@ class ModuleListOf : public Base {
   size_t size() const { return modules_.size(); }
   bool empty() const { return modules_.empty(); }
   // Both are checked: an index out of range throws.
-  const std::shared_ptr<T>& at(size_t i) const {
+  const std::shared_ptr<T>& at(size_t i) const ROSETTA_LIFETIMEBOUND {
     ROSETTA_CHECK(i < modules_.size(), "module list: index ", i, " out of range for ",
                   modules_.size(), " modules");
     return modules_[i];

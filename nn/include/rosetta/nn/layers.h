@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/lifetime.h"
 #include "rosetta/nn/module.h"
 
 namespace rosetta::nn {
@@ -66,7 +67,7 @@ class Dropout : public UnaryModule {
   Dropout(double p, std::shared_ptr<Generator> gen);
   Var forward(const Var& x) const override { return dropout(x, p_, *gen_, is_training()); }
   double p() const { return p_; }
-  Generator& generator() const { return *gen_; }
+  Generator& generator() const ROSETTA_LIFETIMEBOUND { return *gen_; }
 
  private:
   double p_;

@@ -10,18 +10,25 @@
 #include <vector>
 
 #include "rosetta/autograd/var.h"
+#include "rosetta/core/lifetime.h"
 
 // Declares an option with a chainable setter and a getter, as LibTorch's TORCH_ARG:
 //   struct LinearOptions { ROSETTA_ARG(bool, bias) = true; };   LinearOptions().bias(false)
-#define ROSETTA_ARG(T, name)                     \
- public:                                         \
-  auto& name(const T& v) {                       \
-    name##_ = v;                                 \
-    return *this;                                \
-  }                                              \
-  const T& name() const { return name##_; }      \
-                                                 \
- private:                                        \
+// On a temporary the setter returns the options by value (rosetta/core/lifetime.h), so that
+// `const auto& o = LinearOptions(4, 2).bias(false);` cannot dangle.
+#define ROSETTA_ARG(T, name)                                          \
+ public:                                                              \
+  auto& name(const T& v)& {                                           \
+    name##_ = v;                                                      \
+    return *this;                                                     \
+  }                                                                   \
+  auto name(const T& v)&& {                                           \
+    name##_ = v;                                                      \
+    return std::move(*this);                                          \
+  }                                                                   \
+  const T& name() const ROSETTA_LIFETIMEBOUND { return name##_; }     \
+                                                                      \
+ private:                                                             \
   T name##_
 
 namespace rosetta::nn {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/nn/attention.h"
 #include "rosetta/nn/containers.h"
 
@@ -206,8 +207,8 @@ class Transformer : public Module {
   DecoderState start(const Tensor& src, int64_t max_len) const;
   Var step(DecoderState& state, const Tensor& tokens, Tensor* cross_weights = nullptr) const;
 
-  const TransformerOptions& options() const { return options_; }
-  Generator& dropout_generator() { return *dropout_gen_; }
+  const TransformerOptions& options() const ROSETTA_LIFETIMEBOUND { return options_; }
+  Generator& dropout_generator() ROSETTA_LIFETIMEBOUND { return *dropout_gen_; }
 
   std::shared_ptr<Embedding> src_embed, tgt_embed;  // the same object when shared
   std::shared_ptr<SinusoidalPositionalEncoding> pos;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rosetta/autograd/var.h"
+#include "rosetta/core/lifetime.h"
 
 namespace rosetta::optim {
 
@@ -38,9 +39,9 @@ class Optimizer {
   void set_lr(double lr);
   int64_t steps() const { return step_; }
   int64_t numel() const { return data_.numel(); }
-  const std::vector<Var>& params() const { return params_; }
-  const Tensor& flat_params() const { return data_; }  // [N]
-  const Tensor& flat_grads() const { return grad_; }   // [N]
+  const std::vector<Var>& params() const ROSETTA_LIFETIMEBOUND { return params_; }
+  const Tensor& flat_params() const ROSETTA_LIFETIMEBOUND { return data_; }  // [N]
+  const Tensor& flat_grads() const ROSETTA_LIFETIMEBOUND { return grad_; }   // [N]
 
   // State for exact resume: tensors named "optim.<buffer>" and metadata "optim.<key>".
   virtual NamedTensors state_tensors() const = 0;

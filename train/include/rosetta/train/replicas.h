@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/core/random.h"
 #include "rosetta/nn/module.h"
 #include "rosetta/optim/optimizer.h"
@@ -48,7 +49,7 @@ class ThreadReplicas {
                  int inner_threads = 1);
 
   int size() const { return int(extra_.size()) + 1; }
-  nn::Module& model(int r) const { return r == 0 ? model_ : *extra_[size_t(r - 1)]; }
+  nn::Module& model(int r) const ROSETTA_LIFETIMEBOUND { return r == 0 ? model_ : *extra_[size_t(r - 1)]; }
 
   // Splits a batch of `rows` rows (sentences) into one shard per replica and runs
   // f(r, begin, end) for replica r on rows [begin, end), all at once, one thread each (BLAS

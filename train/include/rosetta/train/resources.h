@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "rosetta/core/lifetime.h"
 #include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
 #include "rosetta/train/config.h"
@@ -50,7 +51,7 @@ class MemoryBudget {
   // Throws rosetta::Error, one line: the plan's total and parts, the budget and where it comes
   // from, the driving options.
   void check(const MemoryPlan& plan) const;
-  const std::optional<AvailableMemory>& available() const { return available_; }
+  const std::optional<AvailableMemory>& available() const ROSETTA_LIFETIMEBOUND { return available_; }
 
  private:
   std::optional<AvailableMemory> available_;

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "rosetta/core/lifetime.h"
+
 namespace rosetta::train {
 
 class RunLock {
@@ -25,7 +27,7 @@ class RunLock {
   static std::string path(const std::string& dir) { return dir + "/train.lock"; }
   // Empty, or why this process could not record itself (PID, host) in the lock file: the lock
   // still holds, but a trainer refused by it says "PID unknown". For the caller to warn about.
-  const std::string& warning() const { return warning_; }
+  const std::string& warning() const ROSETTA_LIFETIMEBOUND { return warning_; }
 
  private:
   std::string dir_;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "rosetta/core/check.h"
+#include "rosetta/core/lifetime.h"
 #include "rosetta/nn/module.h"
 #include "rosetta/optim/optimizer.h"
 #include "rosetta/optim/schedule.h"
@@ -99,11 +100,11 @@ class Trainer {
   int64_t skipped() const { return skipped_; }  // updates skipped for non-finite values
   nn::Module& model() const { return model_; }
   optim::Optimizer& optimizer() const { return opt_; }
-  const ProcessGroup& group() const { return group_; }
-  const TrainerOptions& options() const { return options_; }
+  const ProcessGroup& group() const ROSETTA_LIFETIMEBOUND { return group_; }
+  const TrainerOptions& options() const ROSETTA_LIFETIMEBOUND { return options_; }
   int replicas() const { return replicas_.size(); }
   // The moving average of the weights in the optimizer's flat layout (undefined without one).
-  const Tensor& ema() const { return ema_; }
+  const Tensor& ema() const ROSETTA_LIFETIMEBOUND { return ema_; }
   // The model's dropout generators (their state is part of a checkpoint).
   const std::vector<Generator*>& generators() const { return generators_; }
 
