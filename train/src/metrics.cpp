@@ -10,6 +10,7 @@
 namespace rosetta::train {
 
 using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;  // keys in the order the caller gives them
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
   ROSETTA_CHECK(out_, path, ": cannot open for writing");
@@ -22,14 +23,14 @@ void MetricsLog::write(const MetricRecord& record) {
 }
 
 std::string MetricsLog::format(const MetricRecord& record) {
-  json j = json::object();
+  ordered_json j = ordered_json::object();
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   for (const auto& field : record) {
     const std::string& key = field.first;
     std::visit(
         [&j, &key](const auto& v) {
           if constexpr (std::is_same_v<std::decay_t<decltype(v)>, double>)
-            j[key] = std::isfinite(v) ? json(v) : json(nullptr);
+            j[key] = std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
           else
             j[key] = v;
         },

@@ -22,7 +22,8 @@ class MetricsLog {
   explicit MetricsLog(const std::string& path);
   void write(const MetricRecord& record);
 
-  // The record as one line of JSON (without the newline).
+  // The record as one line of JSON (without the newline), its keys in the record's order (a key
+  // given twice keeps its first place and its last value).
   static std::string format(const MetricRecord& record);
 
   // Keeps the records of `path` whose integer "step" is at most `step` (those a resumed run
