@@ -1,7 +1,8 @@
 // Trains CharLM (charlm.h) on the bytes of a text file, two ways:
 //   --loop train (default): with rosetta::train: thread replicas of the model (one per thread),
 //     each training a shard of every batch, gradient clipping, the non-finite policy; with
-//     --save and --resume, a training checkpoint that continues bit for bit;
+//     --save and --resume, a training checkpoint that continues bit for bit (--save keeps the
+//     file it replaces, F.safetensors as F.prev.safetensors, for --resume when F does not load);
 //   --loop bare: forward, cross-entropy, backward, clipping, AdamW step, as examples/mlp.
 // Prints the loss, the training speed in tokens/s (steps after the first two) and a checksum
 // of the final weights; exits 1 when a run of 10 updates or more did not lower the loss.
@@ -126,7 +127,11 @@ int run(const Args& args) {
                       return std::make_unique<charlm::CharLM>(options, g);
                     });
   if (!args.resume.empty()) {
-    const auto& meta = train::load_training_checkpoint(load_safetensors(args.resume), args.resume, *trainer);
+    // The newest of FILE and the one --save kept before it that loads.
+    const train::LoadedCheckpoint loaded = train::load_newest_training_checkpoint(args.resume, *trainer);
+    for (const std::string& why : loaded.from.skipped)
+      std::fprintf(stderr, "charlm: warning: %s; resuming from %s\n", why.c_str(), loaded.from.path.c_str());
+    const auto& meta = loaded.metadata;
     const auto it = meta.find(kDataRng);
     ROSETTA_CHECK(it != meta.end(), args.resume, ": no ", kDataRng, " (not a charlm checkpoint)");
     unsigned long long seed = 0, counter = 0;
@@ -191,9 +196,11 @@ int run(const Args& args) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double tokens = double((args.steps - first_step + 1 - warmup) * args.batch * T);
   if (args.steps >= first_step) std::printf("tokens/s %.0f\n", tokens / seconds);
-  if (!args.save.empty())
+  if (!args.save.empty()) {
+    train::keep_previous_checkpoint(args.save);  // a --resume falls back on it if FILE is damaged
     train::save_training_checkpoint(args.save, *trainer,
                                     {{kDataRng, std::to_string(gen.seed()) + " " + std::to_string(gen.counter())}});
+  }
   std::printf("weights %s\n", train::tensors_checksum(model.state_dict()).c_str());
   return args.steps - first_step >= 9 && !(last < first) ? 1 : 0;  // runs of 10 updates or more
 }

@@ -112,10 +112,13 @@ std::string repeat(const std::string& s, size_t n) {
   return out;
 }
 
-// Copies a run directory (without best.safetensors, so that the checkpoint is what loads).
+// Copies a run directory without best.safetensors, so that the checkpoint is what loads, and
+// without the checkpoint before it, so that a resume has nothing to fall back on (the fallback:
+// tests/apps/test_faults.cpp).
 std::string copy_run(const std::string& from, const std::string& to) {
   fs::copy(from, to, fs::copy_options::recursive);
   fs::remove(to + "/best.safetensors");
+  fs::remove(to + "/checkpoint.prev.safetensors");
   return to;
 }
 
@@ -458,6 +461,7 @@ TEST_CASE("bad input: --resume of a directory that holds no run", "[badinput]") 
   // would replace a best.safetensors.
   const std::string run = train_copy(work, "run");
   fs::remove(run + "/checkpoint.safetensors");
+  fs::remove(run + "/checkpoint.prev.safetensors");
   const Snapshot before = snapshot(run);
   require_error(run_rosetta("train --resume " + run), {"holds no checkpoint.safetensors", "best.safetensors"});
   require_untouched(before, run, {"train.log"});

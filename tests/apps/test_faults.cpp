@@ -289,6 +289,9 @@ TEST_CASE("a full disk during a checkpoint leaves the last one loadable and says
   }
   const std::string dir = train_tiny(work, "run");
   const std::string before = slurp(dir + "/checkpoint.safetensors");
+  // Without the checkpoint before it, whose room the next save would take over (the newest two
+  // are kept: the save replaces the older one).
+  fs::remove(dir + "/checkpoint.prev.safetensors");
   // Room for the run's files and half a checkpoint more. The tmpfs lives as long as the
   // namespace: the run is copied in, resumed there, and copied back out.
   size_t used = 0;
@@ -303,6 +306,47 @@ TEST_CASE("a full disk during a checkpoint leaves the last one loadable and says
   for (size_t at; (at = named.output.find(mnt + "/run")) != std::string::npos;)
     named.output.replace(at, mnt.size() + 4, dir);
   require_previous_checkpoint_kept(named, dir, before, "No space left on device");
+}
+
+// The newest two training checkpoints are kept (checkpoint.safetensors and
+// checkpoint.prev.safetensors); --resume takes the newest that loads, says which it skipped and
+// why in one warning, and sets the bad one aside. The run then ends where a run never stopped ends.
+TEST_CASE("a corrupted newest checkpoint: --resume continues from the one before it", "[faults]") {
+  TempDir work("fallback");
+  const std::string straight = work / "straight", dir = work / "run";
+  const std::string flags = std::string("train ") + kFlags + " --save-every 2 --out ";
+  REQUIRE(run_rosetta(flags + straight + " --max-steps 8").exit_code == 0);
+  REQUIRE(run_rosetta(flags + dir + " --max-steps 6").exit_code == 0);
+  const std::string newest = dir + "/checkpoint.safetensors", previous = dir + "/checkpoint.prev.safetensors";
+  REQUIRE(checkpoint_step(dir) == 6);
+  REQUIRE(load_safetensors(previous).metadata.at("train.step") == "4");
+  std::string bytes = slurp(newest);
+  bytes[bytes.size() - 9] = char(bytes[bytes.size() - 9] ^ 0x20);  // a flipped bit in the weights
+  write_file(newest, bytes);
+
+  const RunResult r = run_rosetta("train --resume " + dir + " --max-steps 8");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> warnings;
+  for (const std::string& line : rosetta::test::lines_of(r.output))
+    if (line.find("resuming from the checkpoint before it") != std::string::npos) warnings.push_back(line);
+  REQUIRE(warnings.size() == 1);
+  for (const std::string& part : {newest + ": corrupted", previous, newest + ".skipped"})
+    REQUIRE(r.output.find(part) != std::string::npos);
+  REQUIRE(r.output.find("resumed at step 4") != std::string::npos);
+  REQUIRE(slurp(newest + ".skipped") == bytes);  // kept for a person to look at
+  REQUIRE(load_safetensors(previous).metadata.at("train.step") == "6");  // the bad one was not kept as previous
+  // Weights, optimizer state and progress as the run never stopped; its metrics once each.
+  REQUIRE(load_safetensors(newest).metadata.at("rosetta.checksum") ==
+          load_safetensors(straight + "/checkpoint.safetensors").metadata.at("rosetta.checksum"));
+  REQUIRE(train_steps(dir + "/metrics.jsonl") == one_to(8));
+
+  // Both bad: one error naming both, nothing changed.
+  write_file(previous, "not a checkpoint");
+  write_file(newest, bytes);
+  const RunResult both = run_rosetta("train --resume " + dir + " --max-steps 10");
+  require_error(both, {newest + ": corrupted", "and the checkpoint before it: " + previous});
+  REQUIRE(slurp(newest) == bytes);
 }
 
 TEST_CASE("a metrics.jsonl whose last line was cut is repaired on --resume", "[faults]") {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -103,8 +104,10 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
   if (trainer.ema().defined()) tensors.emplace_back(kEmaKey, trainer.ema());
   for (auto& [k, v] : opt.state_metadata()) metadata[k] = v;
   std::string rng;
-  for (const Generator* g : trainer.generators())
-    rng += (rng.empty() ? "" : " ") + std::to_string(g->seed()) + " " + std::to_string(g->counter());
+  for (const Generator* g : trainer.generators()) {
+    if (!rng.empty()) rng += ' ';  // (not `a ? "" : " " + ...`: GCC 12 misreads that as an overlapping copy)
+    rng += std::to_string(g->seed()) + " " + std::to_string(g->counter());
+  }
   metadata["train.step"] = std::to_string(trainer.steps());
   metadata["train.dropout_rng"] = rng;
   metadata["train.skipped_nonfinite"] = std::to_string(trainer.skipped());
@@ -112,8 +115,8 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
   save_safetensors(path, tensors, metadata);
 }
 
-const std::map<std::string, std::string>& load_training_checkpoint(const SafeTensors& st, const std::string& path,
-                                                                   Trainer& trainer) {
+std::map<std::string, std::string> load_training_checkpoint(const SafeTensors& st, const std::string& path,
+                                                            Trainer& trainer) {
   optim::Optimizer& opt = trainer.optimizer();
   load_model_weights(trainer.model(), st, path);  // verifies the checksum of all its tensors first
   try {
@@ -143,6 +146,72 @@ const std::map<std::string, std::string>& load_training_checkpoint(const SafeTen
     ROSETTA_FAIL(path, ": ", e.what());
   }
   return st.metadata;
+}
+
+std::map<std::string, std::string> load_training_checkpoint(const std::string& path, Trainer& trainer) {
+  return load_training_checkpoint(load_safetensors(path), path, trainer);
+}
+
+std::string previous_checkpoint(const std::string& path) {
+  constexpr std::string_view ext = ".safetensors";
+  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return path.substr(0, path.size() - ext.size()) + ".prev" + std::string(ext);
+  return path + ".prev";
+}
+
+void keep_previous_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  const std::string previous = previous_checkpoint(path);
+  const std::string link = previous + ".tmp.link";
+  fs::remove(link, ec);
+  fs::create_hard_link(path, link, ec);
+  if (ec) {  // no hard links here: a copy, written atomically
+    write_file_atomic(previous, read_file(path));
+    return;
+  }
+  fs::rename(link, previous, ec);
+  if (ec) {
+    fs::remove(link);
+    ROSETTA_FAIL(previous, ": cannot keep the previous checkpoint: ", ec.message());
+  }
+}
+
+std::string set_aside_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return "";
+  const std::string aside = path + ".skipped";
+  fs::rename(path, aside, ec);
+  ROSETTA_CHECK(!ec, path, ": cannot rename it to ", aside, ": ", ec.message());
+  return aside;
+}
+
+CheckpointFallback load_with_fallback(const std::string& path, const std::function<void(const std::string&)>& load) {
+  CheckpointFallback result;
+  for (const std::string& candidate : {path, previous_checkpoint(path)}) {
+    try {
+      load(candidate);
+      result.path = candidate;
+      return result;
+    } catch (const Error& e) {
+      result.skipped.push_back(e.what());
+    }
+  }
+  // Where no older checkpoint was kept (a run's first), the newer one's error alone. (Only the
+  // message depends on this process's view of the directory: every process called `load` alike.)
+  std::error_code ec;
+  if (!std::filesystem::exists(previous_checkpoint(path), ec)) throw Error(result.skipped[0]);
+  ROSETTA_FAIL(result.skipped[0], "; and the checkpoint before it: ", result.skipped[1]);
+}
+
+LoadedCheckpoint load_newest_training_checkpoint(const std::string& path, Trainer& trainer) {
+  LoadedCheckpoint loaded;
+  loaded.from = load_with_fallback(path, [&](const std::string& candidate) {
+    loaded.metadata = load_training_checkpoint(candidate, trainer);
+  });
+  return loaded;
 }
 
 }  // namespace rosetta::train

@@ -68,8 +68,9 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
 // unfinished.
 void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
-  const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(), run.best(),
-                              run.metrics(), run.ema(), run.translations(), run.report()};
+  const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(),
+                              previous_checkpoint(run.checkpoint()), run.best(), run.metrics(), run.ema(),
+                              run.translations(), run.report()};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -123,13 +124,22 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   save_training_checkpoint(run.checkpoint(), trainer, std::move(meta));
 }
 
-// The root reads the checkpoint and sends its bytes to the other ranks, which need no access to
-// the run directory; every rank then restores the same state (the dropout stream, its own).
-Progress load_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, Trainer& trainer,
-                         data::BatchIterator& it) {
-  const std::string path = run.checkpoint();
+// The root reads the checkpoint at `path` and sends its bytes (or why it could not) to the other
+// ranks, which need no access to the run directory; every rank then restores the same state (the
+// dropout stream, its own), or throws the same error.
+Progress load_checkpoint(const std::string& path, const RunPaths& run, const TrainConfig& c, const RunData& d,
+                         Trainer& trainer, data::BatchIterator& it) {
   const ProcessGroup& group = trainer.group();
-  std::string bytes = group.is_root() ? read_file(path) : "";
+  std::string bytes, unreadable;
+  if (group.is_root()) {
+    try {
+      bytes = read_file(path);
+    } catch (const Error& e) {
+      unreadable = e.what();
+    }
+  }
+  group.broadcast(unreadable);
+  ROSETTA_CHECK(unreadable.empty(), unreadable);
   group.broadcast(bytes);
   const SafeTensors st = parse_safetensors(bytes, path);
   bytes = std::string();
@@ -325,7 +335,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   const RunLock lock(root ? run.dir : "", c.resume.empty());
   if (!lock.warning().empty()) say.warn(lock.warning());
   // --resume of a run stopped before its first checkpoint starts it over from its config.toml.
-  const bool resuming = !c.resume.empty() && group.any(root && fs::exists(run.checkpoint()));
+  const bool resuming = !c.resume.empty() && group.any(root && (fs::exists(run.checkpoint()) ||
+                                                                  fs::exists(previous_checkpoint(run.checkpoint()))));
   const bool restart = !c.resume.empty() && !resuming;
   set_num_threads(threads_for(c, group));
   const ThreadPlan thread_plan = thread_plan_for_flag(c.replicas, c.max_tokens, c.model.d_model());
@@ -392,7 +403,14 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   if (d.sampler) it.set_resampler([&d, seed = c.seed](uint64_t epoch) { return d.sampler->sample(seed, epoch); });
   Progress p;
   if (resuming) {
-    p = load_checkpoint(run, c, d, trainer, it);
+    // The newest checkpoint that loads: one that does not is set aside, with a warning.
+    const CheckpointFallback from = load_with_fallback(
+        run.checkpoint(), [&](const std::string& path) { p = load_checkpoint(path, run, c, d, trainer, it); });
+    if (!from.skipped.empty()) {
+      const std::string aside = root ? set_aside_checkpoint(run.checkpoint()) : "";
+      if (root) say.warn(concat(from.skipped[0], "; resuming from the checkpoint before it, ", from.path,
+                                aside.empty() ? "" : ", and keeping the skipped one as " + aside));
+    }
     if (root) truncate_metrics(run, p.step);
     say.info(concat("resumed at step ", p.step, " (epoch ", it.epoch(), ", batch ", it.position(), ")"));
   }
@@ -425,11 +443,16 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
   double last_norm = 0;
   float replica_diff = 0;
 
+  int64_t saved_step = resuming ? p.step : -1;  // of the newest checkpoint
   auto save = [&] {
     replica_diff = std::max(replica_diff, trainer.synchronize());
     if (!root) return;
     keeping_last_checkpoint(run.checkpoint(), [&] {  // a full disk: the error says what is kept
+      // The newest two steps' checkpoints are kept, for a resume to fall back on the older; a
+      // second save at one step (the last) replaces the newest.
+      if (p.step != saved_step) keep_previous_checkpoint(run.checkpoint());
       save_checkpoint(run, c, d, trainer, it, p, elapsed());
+      saved_step = p.step;
       if (c.keep_checkpoints > 0) {
         save_weights(run.snapshot(p.step), c, model, d, p.step);
         prune_snapshots(run, c.keep_checkpoints);

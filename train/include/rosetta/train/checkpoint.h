@@ -3,6 +3,7 @@
 // progress), both safetensors with string metadata.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -46,9 +47,55 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
 
 // Restores `trainer` (built as the one that saved it) from the training checkpoint `st` read
 // from `path`: weights (checksum verified), optimizer state, moving average (a checkpoint without
-// one starts it from the weights), this rank's dropout streams, progress. Returns the metadata.
-// Errors name the file.
-const std::map<std::string, std::string>& load_training_checkpoint(const SafeTensors& st, const std::string& path,
-                                                                   Trainer& trainer);
+// one starts it from the weights), this rank's dropout streams, progress. Returns a copy of the
+// metadata (the caller's data position, ...), so that `st` may be a temporary. Errors name the
+// file.
+std::map<std::string, std::string> load_training_checkpoint(const SafeTensors& st, const std::string& path,
+                                                            Trainer& trainer);
+// The same, reading `path`.
+std::map<std::string, std::string> load_training_checkpoint(const std::string& path, Trainer& trainer);
+
+// ------------------------------------------------------------------ the newest two, and fallback
+//
+// A run that keeps its newest two training checkpoints survives a newest one that turned out
+// corrupted (a flipped bit, a disk that failed mid-rename, a copy cut short): before each save,
+// keep_previous_checkpoint(path) keeps the file about to be replaced as
+// previous_checkpoint(path); when resuming, load_newest_training_checkpoint(path, trainer) takes
+// the newest of the two that loads, and says which it skipped and why.
+
+// "DIR/NAME.prev.safetensors" for "DIR/NAME.safetensors" (else `path` + ".prev").
+std::string previous_checkpoint(const std::string& path);
+
+// Keeps the file at `path`, if any, as previous_checkpoint(path): a hard link made under a
+// temporary name, then renamed over the old previous one (a copy where the filesystem has no hard
+// links). Each step is atomic, so at every moment `path` holds the newest complete checkpoint and
+// previous_checkpoint(path) the one before it (or the same). Call it right before saving to `path`.
+void keep_previous_checkpoint(const std::string& path);
+
+// Which checkpoint a fallback loaded, and why it passed over the newer one.
+struct CheckpointFallback {
+  std::string path;                  // the file that loaded
+  std::vector<std::string> skipped;  // one error (naming its file) per newer file passed over
+};
+
+// Renames a checkpoint that a fallback passed over to `path` + ".skipped" (replacing an older
+// one), where it stays for a person to look at; returns that name. A run that goes on saving to
+// `path` calls it once it has loaded the previous one: otherwise its next save would keep the bad
+// file as the previous checkpoint. Nothing to do when `path` does not exist (returns "").
+std::string set_aside_checkpoint(const std::string& path);
+
+// Calls `load(candidate)` with `path`, and when that throws rosetta::Error, with
+// previous_checkpoint(path). Returns the first that loaded; throws, naming both files and both
+// errors, when neither does (the first's error alone when there is no previous file). `load` must leave nothing half-restored that a later successful load
+// does not overwrite (a Trainer restores all of its state); in a job of several processes it must
+// throw on every process or on none.
+CheckpointFallback load_with_fallback(const std::string& path, const std::function<void(const std::string&)>& load);
+
+// load_training_checkpoint of the newest of `path` and previous_checkpoint(path) that loads.
+struct LoadedCheckpoint {
+  CheckpointFallback from;
+  std::map<std::string, std::string> metadata;
+};
+LoadedCheckpoint load_newest_training_checkpoint(const std::string& path, Trainer& trainer);
 
 }  // namespace rosetta::train
