@@ -196,11 +196,10 @@ int run(const Args& args) {
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double tokens = double((args.steps - first_step + 1 - warmup) * args.batch * T);
   if (args.steps >= first_step) std::printf("tokens/s %.0f\n", tokens / seconds);
-  if (!args.save.empty()) {
-    train::keep_previous_checkpoint(args.save);  // a --resume falls back on it if FILE is damaged
+  if (!args.save.empty())  // keeping the file it replaces, for a --resume that finds FILE damaged
     train::save_training_checkpoint(args.save, *trainer,
-                                    {{kDataRng, std::to_string(gen.seed()) + " " + std::to_string(gen.counter())}});
-  }
+                                    {{kDataRng, std::to_string(gen.seed()) + " " + std::to_string(gen.counter())}},
+                                    train::KeepPrevious::yes);
   std::printf("weights %s\n", train::tensors_checksum(model.state_dict()).c_str());
   return args.steps - first_step >= 9 && !(last < first) ? 1 : 0;  // runs of 10 updates or more
 }

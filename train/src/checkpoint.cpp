@@ -1,8 +1,13 @@
 #include "rosetta/train/checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -33,6 +38,38 @@ bool all_finite(const Tensor& flat) {
   for (int64_t i = 0; i < flat.numel(); ++i)
     if (!std::isfinite(p[i])) return false;
   return true;
+}
+
+// Renames `from` over `to` and makes that durable (fsync of the directory, where it can).
+void rename_durably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(from.c_str());
+    ROSETTA_FAIL(to, ": cannot rename ", from, " over it: ", std::strerror(err));
+  }
+  const std::string dir = std::filesystem::path(to).parent_path().string();
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);  // some filesystems cannot (EINVAL): the rename has happened all the same
+    ::close(fd);
+  }
+}
+
+// Keeps the file at `path`, if any, as previous_checkpoint(path): a hard link under a temporary
+// name, renamed over the old previous one (a copy where there are no hard links).
+void keep_as_previous(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  const std::string previous = previous_checkpoint(path);
+  const std::string link = previous + ".tmp.link";
+  fs::remove(link, ec);
+  fs::create_hard_link(path, link, ec);
+  if (ec) {  // no hard links here: a copy, written atomically
+    write_file_atomic(previous, read_file(path));
+    return;
+  }
+  rename_durably(link, previous);
 }
 
 }  // namespace
@@ -95,7 +132,7 @@ void save_model_weights(const std::string& path, const nn::Module& model, std::m
 }
 
 void save_training_checkpoint(const std::string& path, const Trainer& trainer,
-                              std::map<std::string, std::string> metadata) {
+                              std::map<std::string, std::string> metadata, KeepPrevious keep) {
   const optim::Optimizer& opt = trainer.optimizer();
   ROSETTA_CHECK(all_finite(opt.flat_params()), "refusing to save a checkpoint with non-finite weights ",
                 "(step ", trainer.steps(), "); the last good checkpoint is kept");
@@ -112,7 +149,14 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
   metadata["train.dropout_rng"] = rng;
   metadata["train.skipped_nonfinite"] = std::to_string(trainer.skipped());
   metadata[kChecksumKey] = tensors_checksum(tensors);
-  save_safetensors(path, tensors, metadata);
+  if (keep == KeepPrevious::no) {
+    save_safetensors(path, tensors, metadata);
+    return;
+  }
+  const std::string next = path + ".tmp.next";  // a name the run directory's cleanup knows
+  save_safetensors(next, tensors, metadata);
+  keep_as_previous(path);
+  rename_durably(next, path);
 }
 
 std::map<std::string, std::string> load_training_checkpoint(const SafeTensors& st, const std::string& path,
@@ -159,24 +203,6 @@ std::string previous_checkpoint(const std::string& path) {
   return path + ".prev";
 }
 
-void keep_previous_checkpoint(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return;
-  const std::string previous = previous_checkpoint(path);
-  const std::string link = previous + ".tmp.link";
-  fs::remove(link, ec);
-  fs::create_hard_link(path, link, ec);
-  if (ec) {  // no hard links here: a copy, written atomically
-    write_file_atomic(previous, read_file(path));
-    return;
-  }
-  fs::rename(link, previous, ec);
-  if (ec) {
-    fs::remove(link);
-    ROSETTA_FAIL(previous, ": cannot keep the previous checkpoint: ", ec.message());
-  }
-}
 
 std::string set_aside_checkpoint(const std::string& path) {
   namespace fs = std::filesystem;

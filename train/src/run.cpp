@@ -114,14 +114,14 @@ std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::
 }
 
 void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, const Trainer& trainer,
-                     const data::BatchIterator& it, const Progress& p, double elapsed) {
+                     const data::BatchIterator& it, const Progress& p, double elapsed, KeepPrevious keep) {
   auto meta = run_metadata(c, static_cast<const nn::Transformer&>(trainer.model()), d);
   meta["train.batch_state"] = it.state().to_json();
   meta["train.best_valid"] = to_str(p.best_valid);
   meta["train.best_metric"] = c.best_metric;
   meta["train.bad_validations"] = std::to_string(p.bad_validations);
   meta["train.elapsed_s"] = to_str(elapsed);
-  save_training_checkpoint(run.checkpoint(), trainer, std::move(meta));
+  save_training_checkpoint(run.checkpoint(), trainer, std::move(meta), keep);
 }
 
 // The root reads the checkpoint at `path` and sends its bytes (or why it could not) to the other
@@ -450,8 +450,8 @@ TrainOutcome train_in(const ProcessGroup& group, TrainConfig c, const std::strin
     keeping_last_checkpoint(run.checkpoint(), [&] {  // a full disk: the error says what is kept
       // The newest two steps' checkpoints are kept, for a resume to fall back on the older; a
       // second save at one step (the last) replaces the newest.
-      if (p.step != saved_step) keep_previous_checkpoint(run.checkpoint());
-      save_checkpoint(run, c, d, trainer, it, p, elapsed());
+      const KeepPrevious keep = p.step != saved_step ? KeepPrevious::yes : KeepPrevious::no;
+      save_checkpoint(run, c, d, trainer, it, p, elapsed(), keep);
       saved_step = p.step;
       if (c.keep_checkpoints > 0) {
         save_weights(run.snapshot(p.step), c, model, d, p.step);

@@ -37,13 +37,23 @@ std::map<std::string, std::string> load_model_weights(nn::Module& model, const s
 void save_model_weights(const std::string& path, const nn::Module& model,
                         std::map<std::string, std::string> metadata = {});
 
+// Whether a save keeps the checkpoint it replaces, as previous_checkpoint(path) (below).
+enum class KeepPrevious : bool { no, yes };
+
 // Writes a training checkpoint of `trainer` to `path` (atomically): the model's state dict, the
 // optimizer's state, the moving average (optim.ema), the dropout generators and the progress
 // (train.step, train.skipped_nonfinite, train.dropout_rng), plus `metadata` (the caller's: data
 // position, configuration, ...) and the checksum. Refuses non-finite weights. Call
 // trainer.synchronize() first on every rank of a job; the root writes.
+//
+// With KeepPrevious::yes the file it replaces stays as previous_checkpoint(path): the new one is
+// written whole under a temporary name, the old one hard-linked under the previous name (copied
+// where the filesystem has no hard links), then the new one renamed into place. Each step is
+// atomic: at every moment `path` holds the newest complete checkpoint, previous_checkpoint(path)
+// the one before it, and a failed write changes neither.
 void save_training_checkpoint(const std::string& path, const Trainer& trainer,
-                              std::map<std::string, std::string> metadata = {});
+                              std::map<std::string, std::string> metadata = {},
+                              KeepPrevious keep = KeepPrevious::no);
 
 // Restores `trainer` (built as the one that saved it) from the training checkpoint `st` read
 // from `path`: weights (checksum verified), optimizer state, moving average (a checkpoint without
@@ -58,19 +68,12 @@ std::map<std::string, std::string> load_training_checkpoint(const std::string& p
 // ------------------------------------------------------------------ the newest two, and fallback
 //
 // A run that keeps its newest two training checkpoints survives a newest one that turned out
-// corrupted (a flipped bit, a disk that failed mid-rename, a copy cut short): before each save,
-// keep_previous_checkpoint(path) keeps the file about to be replaced as
-// previous_checkpoint(path); when resuming, load_newest_training_checkpoint(path, trainer) takes
-// the newest of the two that loads, and says which it skipped and why.
+// corrupted (a flipped bit, a copy cut short): it saves with KeepPrevious::yes, and when
+// resuming, load_newest_training_checkpoint(path, trainer) takes the newest of the two that
+// loads, and says which it skipped and why.
 
 // "DIR/NAME.prev.safetensors" for "DIR/NAME.safetensors" (else `path` + ".prev").
 std::string previous_checkpoint(const std::string& path);
-
-// Keeps the file at `path`, if any, as previous_checkpoint(path): a hard link made under a
-// temporary name, then renamed over the old previous one (a copy where the filesystem has no hard
-// links). Each step is atomic, so at every moment `path` holds the newest complete checkpoint and
-// previous_checkpoint(path) the one before it (or the same). Call it right before saving to `path`.
-void keep_previous_checkpoint(const std::string& path);
 
 // Which checkpoint a fallback loaded, and why it passed over the newer one.
 struct CheckpointFallback {
