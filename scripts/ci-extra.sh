@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
 # CI steps after the normal test run (called by scripts/run-tests.sh; also runnable alone):
 #
-#   1. asan: build with -DROSETTA_SANITIZE=ON (-fsanitize=address,undefined) into build-asan and
-#      run the CTest suite under it. Excluded: the install test (it builds and installs the
-#      examples again, minutes under ASan, and tests packaging, not memory safety).
-#   2. fuzz: build the libFuzzer targets (tests/fuzz/: safetensors parser, corpus readers, train
+#   1. lint: scripts/lint.sh, clang-tidy's and clang's checks for dangling references and use
+#      after move over every source (.clang-tidy), and that they find what tests/lint/dangling.cpp
+#      plants.
+#   2. asan: build with -DROSETTA_SANITIZE=ON (-fsanitize=address,undefined) into build-asan and
+#      run the CTest suite under it (the install test apart); then the install test on that
+#      build (scripts/test-install.sh): the ASan build installed, every example built with the
+#      sanitizers against it and run, charlm's train, save and resume path included.
+#   3. fuzz: build the libFuzzer targets (tests/fuzz/: safetensors parser, corpus readers, train
 #      --config loader) with clang-14 and -fsanitize=fuzzer,address,undefined into build-fuzz
 #      (static libraries: clang puts the sanitizer runtimes in executables only, and the layers
 #      link with --no-undefined), and run each for FUZZ_SECONDS (default 60), from the seeds in
 #      tests/fuzz/corpus/. A crash fails the step; the input is kept in build-fuzz/artifacts/.
 #
-#   bash scripts/ci-extra.sh [asan] [fuzz]      # default: both
+#   bash scripts/ci-extra.sh [lint] [asan] [fuzz]      # default: all three
 #
-# Environment: ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz), FUZZ_SECONDS (60),
-# JOBS (nproc). Prints the time of every step at the end.
+# Environment: LINT_BUILD_DIR (build-lint), ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR
+# (build-fuzz), FUZZ_SECONDS (60), JOBS (nproc). Prints the time of every step at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 steps=("$@")
-[[ ${#steps[@]} -gt 0 ]] || steps=(asan fuzz)
+[[ ${#steps[@]} -gt 0 ]] || steps=(lint asan fuzz)
 jobs=${JOBS:-$(nproc)}
 asan_build=${ASAN_BUILD_DIR:-build-asan}
 fuzz_build=${FUZZ_BUILD_DIR:-build-fuzz}
@@ -50,6 +54,7 @@ asan() {
     -DROSETTA_NATIVE=ON -DCMAKE_CXX_FLAGS=-g1 -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" >/dev/null
   timed "asan: build" cmake --build "$asan_build" -j"$jobs"
   timed "asan: ctest" ctest --test-dir "$asan_build" --output-on-failure -j"$jobs" -E '^(install|mpi):'
+  timed "asan: examples (install test)" bash scripts/test-install.sh "$asan_build"
   # Open MPI's run-time plugins (dlopen'ed, unloaded at exit) leak by design and appear as
   # <unknown module>, which no suppression by library name can match: the MPI tests run with
   # address and UB checks but without leak detection.
@@ -96,8 +101,9 @@ fuzz() {
 
 for s in "${steps[@]}"; do
   case $s in
+    lint) timed "lint" bash scripts/lint.sh ;;
     asan) asan ;;
     fuzz) fuzz ;;
-    *) echo "usage: $0 [asan] [fuzz]" >&2; exit 2 ;;
+    *) echo "usage: $0 [lint] [asan] [fuzz]" >&2; exit 2 ;;
   esac
 done

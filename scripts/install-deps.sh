@@ -8,9 +8,10 @@ packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlo
           libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
           clang-14 libclang-rt-14-dev libomp-14-dev)
 # --test (scripts/run-tests.sh): also chromium, in which the rosetta report tests render their
-# pages headless (without it they print a message and skip that part).
+# pages headless (without it they print a message and skip that part), and clang-tidy-14, the
+# lint of dangling references (scripts/lint.sh).
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(chromium)
+  packages+=(chromium clang-tidy-14)
 fi
 missing=()
 for p in "${packages[@]}"; do

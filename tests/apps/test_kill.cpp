@@ -55,7 +55,8 @@ void run_until_step(Proc& p, const std::string& metrics, int64_t target) {
 bool all_finite(const std::string& path) {
   for (const auto& [name, t] : rosetta::load_safetensors(path).tensors) {
     if (t.dtype() != rosetta::DType::f32) continue;
-    const float* p = t.contiguous().data<float>();
+    const rosetta::Tensor c = t.contiguous();
+    const float* p = c.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i)
       if (!std::isfinite(p[i])) return false;
   }

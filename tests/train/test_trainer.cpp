@@ -416,6 +416,14 @@ TEST_CASE("a training checkpoint resumes bit for bit, on one replica or two", "[
   for (size_t i = 0; i < t1.generators().size(); ++i)
     REQUIRE(t3.generators()[i]->counter() == t1.generators()[i]->counter());
 
+  // The guide's call, on a temporary SafeTensors: the metadata is returned by value. (It was a
+  // reference into the temporary, read after it was destroyed: the ASan build of this test
+  // reports that if it comes back.)
+  Trainer t5(resumed, *opt3, options, make, schedule);
+  const auto& meta5 = train::load_training_checkpoint(load_safetensors(path), path, t5);
+  REQUIRE(meta5.at("app.note") == "mine");
+  REQUIRE(train::load_training_checkpoint(path, t5).at("train.step") == "3");
+
   // A flipped byte in the tensors' data is found by the checksum.
   std::string bytes = read_file(path);
   bytes[bytes.size() - 3] ^= 0x10;

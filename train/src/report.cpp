@@ -280,7 +280,7 @@ Run read_run(const std::string& dir, const ReportOptions& o, Notes& notes) {
   for (json& j : read_jsonl(paths.metrics(), notes)) {
     const std::string kind = j.value("kind", "");
     if (kind == "train") run.train.push_back(std::move(j));
-    if (kind == "valid") run.valid.push_back(std::move(j));
+    else if (kind == "valid") run.valid.push_back(std::move(j));
   }
   run.translations = read_jsonl(paths.translations(), notes);
   run.config = read_config(paths.config());

@@ -122,7 +122,7 @@ class Tensor {
 };
 
 template <class T>
-T* Tensor::data() const {
+T* Tensor::data() const ROSETTA_LIFETIMEBOUND {
   ROSETTA_CHECK(defined(), "data(): undefined tensor");
   ROSETTA_CHECK(dtype_ == dtype_of<T>(), "data(): tensor is ", dtype_name(dtype_), ", asked for ",
                 dtype_name(dtype_of<T>()));
