@@ -9,7 +9,6 @@
 // CI runs 50 faults (seed 1). A longer schedule is one command:
 //   ROSETTA_FAULTS=500 ROSETTA_FAULT_SEED=7 build/tests/test_apps "a schedule of faults*"
 // Every launch's output is kept in the test's directory (logs/) while it runs.
-// when it fails.
 #include <signal.h>
 #include <sys/stat.h>
 
