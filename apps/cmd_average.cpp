@@ -14,7 +14,7 @@
 #include "log.h"
 #include "rosetta/train/average.h"
 #include "text_io.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

@@ -10,7 +10,7 @@
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
-#include "train_layer.h"
+#include "layers.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/nn/nn.h"

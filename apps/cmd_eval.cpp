@@ -7,12 +7,12 @@
 #include "decode_args.h"
 #include "log.h"
 #include "rosetta/train/resources.h"
-#include "rosetta/train/report.h"
+#include "rosetta/report/report.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/metrics.h"
 #include "text_io.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

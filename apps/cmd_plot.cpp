@@ -5,9 +5,9 @@
 
 #include "commands.h"
 #include "log.h"
-#include "rosetta/train/svg.h"
+#include "rosetta/report/svg.h"
 #include "text_io.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

@@ -1,8 +1,8 @@
 // rosetta report: one self-contained HTML page about one or more training runs (report.h).
 #include "commands.h"
 #include "log.h"
-#include "rosetta/train/report.h"
-#include "train_layer.h"
+#include "rosetta/report/report.h"
+#include "layers.h"
 #include "rosetta/core/tensor.h"
 #include "text_io.h"
 

@@ -30,7 +30,7 @@
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "train_config.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

@@ -6,11 +6,11 @@
 
 #include "commands.h"
 #include "log.h"
-#include "rosetta/train/report.h"
+#include "rosetta/report/report.h"
 #include "rosetta/core/check.h"
-#include "rosetta/train/run.h"
+#include "rosetta/translator/run.h"
 #include "train_config.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

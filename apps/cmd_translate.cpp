@@ -6,9 +6,9 @@
 #include "log.h"
 #include "rosetta/train/resources.h"
 #include "rosetta/core/io.h"
-#include "rosetta/train/svg.h"
+#include "rosetta/report/svg.h"
 #include "text_io.h"
-#include "train_layer.h"
+#include "layers.h"
 
 namespace rosetta::cli {
 

@@ -10,7 +10,7 @@
 namespace rosetta::cli {
 
 namespace {
-using train::model_option_flag;
+using translator::model_option_flag;
 
 // Options the data determines (the vocabularies and the padding id come from the tokenizers),
 // or that have no flag.
@@ -44,7 +44,7 @@ void add_model_options(CLI::App& cmd, nn::TransformerOptions& o) {
 }  // namespace
 
 void add_train_options(CLI::App& cmd, TrainConfig& c) {
-  TrainConfig::for_each_field(c, [&cmd](auto& value, const train::ConfigField& f) {
+  TrainConfig::for_each_field(c, [&cmd](auto& value, const translator::ConfigField& f) {
     using T = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<T, nn::TransformerOptions>) {
       add_model_options(cmd, value);

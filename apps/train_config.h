@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "rosetta/train/config.h"
+#include "rosetta/translator/config.h"
 
 namespace rosetta::cli {
 
-using train::TrainConfig;
+using translator::TrainConfig;
 
 // Adds every TrainConfig field as an option of `cmd` (`--d-model`, `--max-tokens`, ...).
 void add_train_options(CLI::App& cmd, TrainConfig& c);

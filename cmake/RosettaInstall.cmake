@@ -1,7 +1,7 @@
 # Install rules and the CMake package, so that other projects can write
 #
 #   find_package(rosetta REQUIRED)
-#   target_link_libraries(app PRIVATE rosetta::rosetta)   # or rosetta::nn, rosetta::data, ...
+#   target_link_libraries(app PRIVATE rosetta::rosetta)   # or rosetta::nn, rosetta::train, ...
 #
 # `cmake --install build --prefix PREFIX` installs:
 #   PREFIX/include/rosetta/<layer>/*.h, rosetta/rosetta.h (umbrella), rosetta/version.h
@@ -13,7 +13,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(ROSETTA_LAYERS core autograd nn optim data train)
+set(ROSETTA_LAYERS core autograd nn optim data train translator report)
 set(ROSETTA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rosetta)
 
 # ---------------------------------------------------------------- usage requirements

@@ -2,12 +2,16 @@
 //
 //   #include <rosetta/rosetta.h>      // link rosetta::rosetta
 //
-// core      Tensor (views on shared storage), kernels, Generator, safetensors, file I/O
-// autograd  Var, the differentiable ops, NoGradGuard, gradcheck
-// nn        Module, ModuleList, Sequential, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
-// optim     SGD, Adam/AdamW, learning-rate schedules, clip_grad_norm
-// data      SentencePiece Tokenizer, corpora, token-budget batching, BLEU/chrF, Ding extraction
-// train     Trainer (thread replicas, MPI ranks), training checkpoints, metrics logs, Translator
+// core        Tensor (views on shared storage), kernels, Generator, safetensors, file I/O
+// autograd    Var, the differentiable ops, NoGradGuard, gradcheck
+// nn          Module, ModuleList, Sequential, Linear, Embedding, LayerNorm, MultiHeadAttention, Transformer
+// optim       SGD, Adam/AdamW, learning-rate schedules, clip_grad_norm
+// data        SentencePiece Tokenizer, corpora, token-budget batching, BLEU/chrF, Ding extraction
+// train       Trainer (thread replicas, MPI ranks) for any nn::Module, training checkpoints,
+//             metrics logs, the run lock, weight averaging, the memory budget
+// translator  the translator's configuration and training run, Translator (decoding), its
+//             validation by BLEU/chrF, memory plans, the sweep's bookkeeping
+// report      the HTML run report and SVG charts
 //
 // Each layer's headers can also be included on their own (link the matching rosetta::<layer>).
 #pragma once
@@ -35,9 +39,22 @@
 #include "rosetta/data/metrics.h"
 #include "rosetta/data/tokenizer.h"
 
+#include "rosetta/train/average.h"
 #include "rosetta/train/checkpoint.h"
 #include "rosetta/train/metrics.h"
 #include "rosetta/train/process_group.h"
 #include "rosetta/train/replicas.h"
+#include "rosetta/train/resources.h"
+#include "rosetta/train/run_lock.h"
 #include "rosetta/train/trainer.h"
-#include "rosetta/train/translator.h"
+
+#include "rosetta/translator/config.h"
+#include "rosetta/translator/memory_plan.h"
+#include "rosetta/translator/run.h"
+#include "rosetta/translator/run_data.h"
+#include "rosetta/translator/sweep.h"
+#include "rosetta/translator/translator.h"
+
+#include "rosetta/report/escape.h"
+#include "rosetta/report/report.h"
+#include "rosetta/report/svg.h"

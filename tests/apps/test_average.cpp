@@ -9,7 +9,7 @@
 
 #include "cli_support.h"
 #include "rosetta/core/safetensors.h"
-#include "train_layer.h"
+#include "layers.h"
 
 using rosetta::SafeTensors;
 using rosetta::Tensor;

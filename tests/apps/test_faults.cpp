@@ -18,6 +18,7 @@
 #include "cli_support.h"
 #include "errors.h"
 #include "rosetta/train/resources.h"
+#include "rosetta/translator/memory_plan.h"
 #include "rosetta/autograd/functions.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
@@ -415,7 +416,7 @@ TEST_CASE("the parameter count from the options is the model's", "[resources]") 
                          .encoder_layers(2).decoder_layers(3).share_embeddings(share).tie_output(tie).max_len(20);
       Generator g(1);
       INFO("share " << share << " tie " << tie);
-      REQUIRE(train::parameter_count(o) == nn::Transformer(o, g).parameter_count());
+      REQUIRE(translator::parameter_count(o) == nn::Transformer(o, g).parameter_count());
     }
 }
 
@@ -454,7 +455,7 @@ TEST_CASE("the activation estimate bounds the measured peak of a batch", "[resou
       measured = allocator_stats().peak_bytes - before;
       opt.zero_grad();
     }
-    const double estimate = train::training_activation_bytes(o, s.tokens);
+    const double estimate = translator::training_activation_bytes(o, s.tokens);
     INFO("d_model " << s.d << ": measured " << measured << ", estimated " << estimate);
     REQUIRE(estimate >= double(measured));
     REQUIRE(estimate <= 1.6 * double(measured));
@@ -473,7 +474,7 @@ TEST_CASE("the decoding estimate bounds the measured peak of a batch", "[resourc
   const int64_t rows = 24, S = 12;
   const Tensor src = g.randint({rows, S}, 4, 50);
   const auto search = nn::SearchOptions().beam(4).stop_at_eos(false);
-  const train::MemoryPlan plan = train::decoding_plan(o, rows, S, search, rows * S);
+  const train::MemoryPlan plan = translator::decoding_plan(o, rows, S, search, rows * S);
   release_cached_memory();
   reset_allocator_peak();
   const size_t before = allocator_stats().in_use_bytes;
@@ -486,8 +487,8 @@ TEST_CASE("the decoding estimate bounds the measured peak of a batch", "[resourc
 }
 
 TEST_CASE("the default translator's plan fits in 1 GiB", "[resources]") {
-  const train::TrainConfig c;  // the defaults are the default translator
-  const train::MemoryPlan plan = train::training_plan(c, 2, 1);
+  const translator::TrainConfig c;  // the defaults are the default translator
+  const train::MemoryPlan plan = translator::training_plan(c, 2, 1);
   INFO(plan.total());
   REQUIRE(plan.total() < double(1 << 30));
   REQUIRE(plan.total() > double(256 << 20));  // ~555 MiB: 5M parameters and batches of 2,500 tokens

@@ -9,7 +9,9 @@
 #include <regex>
 
 #include "cli_support.h"
-#include "rosetta/train/report.h"
+#include "rosetta/report/escape.h"
+#include "rosetta/report/report.h"
+#include "rosetta/translator/run.h"
 
 using nlohmann::json;
 using rosetta::test::RunResult;
@@ -124,9 +126,10 @@ void fake_run(const std::string& dir, const std::string& src, const std::string&
 
 }  // namespace
 
-TEST_CASE("html_escape escapes markup and quotes", "[report]") {
-  REQUIRE(rosetta::train::html_escape("<a href=\"x\">&'</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-  REQUIRE(rosetta::train::html_escape("ä ∑ plain") == "ä ∑ plain");
+TEST_CASE("escape_markup escapes markup and quotes, and drops what XML forbids", "[report]") {
+  REQUIRE(rosetta::report::escape_markup("<a href=\"x\">&'</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+  REQUIRE(rosetta::report::escape_markup("ä ∑ plain") == "ä ∑ plain");
+  REQUIRE(rosetta::report::escape_markup(std::string("a\x01" "b\tc\nd\re\0f", 11)) == "ab\tc\nd\ref");
 }
 
 TEST_CASE("report: malformed metrics lines are skipped with a warning, and no text breaks the page", "[report]") {
@@ -135,7 +138,7 @@ TEST_CASE("report: malformed metrics lines are skipped with a warning, and no te
   const std::string run = work / "run<&\"'>";
   fake_run(run, nasty, "</script><script>alert(2)</script>");
   std::vector<std::string> warnings;
-  const std::string html = rosetta::train::report_html({run}, {}, &warnings);
+  const std::string html = rosetta::report::report_html({run}, {}, &warnings);
   // The malformed lines are named on the page and returned to the caller; the good ones are plotted.
   REQUIRE(html.find("metrics.jsonl:2: skipped") != std::string::npos);
   REQUIRE(html.find("metrics.jsonl:3: skipped") != std::string::npos);
@@ -192,14 +195,14 @@ TEST_CASE("report: a long run's page stays small", "[report]") {
   }
   write_file(run + "/metrics.jsonl", metrics);
   write_file(run + "/translations.jsonl", translations);
-  const std::string html = rosetta::train::report_html({run});
+  const std::string html = rosetta::report::report_html({run});
   INFO("page of " << html.size() << " bytes");
   REQUIRE(html.size() < 3'000'000);
   const json data = page_data(html);
   REQUIRE(data["runs"][0]["train"]["step"].size() <= 2000);
   REQUIRE(data["runs"][0]["train"]["step"].back() == 40000);
   REQUIRE(data["runs"][0]["valid"]["step"].size() == 2000);
-  REQUIRE(count(html, "<tr class=\"hyp") == 5 * rosetta::train::ReportOptions().max_translation_rows);
+  REQUIRE(count(html, "<tr class=\"hyp") == 5 * rosetta::report::ReportOptions().max_translation_rows);
 }
 
 TEST_CASE("train records translations (truncated on resume) and its report, eval records eval.json", "[report]") {
@@ -218,8 +221,8 @@ TEST_CASE("train records translations (truncated on resume) and its report, eval
   REQUIRE(lines.size() == 3);
   for (size_t i = 0; i < lines.size(); ++i) {
     REQUIRE(lines[i]["step"] == 4 * (i + 1));
-    REQUIRE(lines[i]["src"].size() == rosetta::train::kReportSentences);
-    REQUIRE(lines[i]["hyp"].size() == rosetta::train::kReportSentences);
+    REQUIRE(lines[i]["src"].size() == rosetta::translator::kSampleSentences);
+    REQUIRE(lines[i]["hyp"].size() == rosetta::translator::kSampleSentences);
     REQUIRE(lines[i]["ref"] == lines[i]["src"]);  // the copy task
   }
   // The report the trainer rewrote at the last validation.
@@ -290,7 +293,7 @@ TEST_CASE("report pages of one run and of two runs render in headless Chromium",
         const std::string table = page.dom.substr(at, page.dom.find("</table>", at) - at);
         REQUIRE(count(table, "<tr class=\"hyp") == valid_lines);
       }
-      REQUIRE(tables == rosetta::train::kReportSentences);
+      REQUIRE(tables == rosetta::translator::kSampleSentences);
       // The heatmap: a cell per (target, source) token pair.
       const auto& h = heatmaps[size_t(run)];
       REQUIRE(h.at("data-run") == id);

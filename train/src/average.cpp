@@ -6,19 +6,14 @@
 #include "rosetta/core/check.h"
 #include "rosetta/core/safetensors.h"
 #include "rosetta/train/checkpoint.h"
-#include "rosetta/train/translator.h"
 
 namespace rosetta::train {
 
 namespace {
 
-// The metadata that says which model the weights belong to: the model options (model.*), the
-// task and its symbols (which decide the codec) and the tokenizers' checksums. Inputs must
-// agree on all of it, or their mean is not a model of anything.
-bool identifies_model(const std::string& key) {
-  return key.starts_with("model.") || key == kSrcTokenizerKey || key == kTgtTokenizerKey || key == "run.task" ||
-         key == "run.copy_symbols";
-}
+// The metadata that says which model the weights belong to (average.h): model.* and run.*.
+// Inputs must agree on all of it, or their mean is not a model of anything.
+bool identifies_model(const std::string& key) { return key.starts_with("model.") || key.starts_with("run."); }
 
 // Metadata of the newest input that would be false of the mean: a validation loss measured on
 // that input alone, and the optimizer's description (its tensors are not averaged).

@@ -12,16 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "rosetta/core/check.h"
-#include "rosetta/train/checkpoint.h"
-#include "rosetta/train/translator.h"
 
 namespace rosetta::train {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr double kFloat = 4;  // bytes
 
 // The first word of a file as a number (memory.max, memory.current), if it is one.
 std::optional<double> read_number(const std::string& path) {
@@ -119,12 +115,6 @@ std::string join_parts(const MemoryPlan& plan) {
   return out;
 }
 
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 }  // namespace
 
 double parse_size(const std::string& text, const std::string& flag) {
@@ -187,79 +177,7 @@ void MemoryBudget::check(const MemoryPlan& plan) const {
                from_flag_ ? "" : "; give --memory-limit SIZE to override the figure detected");
 }
 
-// ---------------------------------------------------------------- estimates
-
-int64_t parameter_count(const nn::TransformerOptions& o) {
-  const int64_t D = o.d_model(), F = o.ff();
-  const int64_t attention = 4 * (D * D + D);  // q, k, v and output projections, with biases
-  const int64_t feed_forward = 2 * D * F + F + D;
-  const int64_t norm = 2 * D;
-  const int64_t encoder = o.encoder_layers() * (attention + feed_forward + 2 * norm) + norm;
-  const int64_t decoder = o.decoder_layers() * (2 * attention + feed_forward + 3 * norm) + norm;
-  const int64_t embeddings = (o.share_embeddings() ? o.src_vocab() : o.src_vocab() + o.tgt_vocab()) * D;
-  const int64_t output = (o.tie_output() ? 0 : D * o.tgt_vocab()) + o.tgt_vocab();  // bias either way
-  return encoder + decoder + embeddings + output;
-}
-
-// Floats kept per token position of the batch, with D model width, F feed-forward width, H heads,
-// L sequence length, V target vocabulary, Le/Ld encoder/decoder layers:
-//   D (8 + 8 Le + 12 Ld) + F (2 Le + 2 Ld) + 2 H L (Le + 2 Ld) + 16 (Le + Ld) + 1.1 V
-// (relu; gelu: 3 F), i.e. per layer the tensors autograd saves for backward (layer-norm
-// outputs, q, k, v, the attention probabilities, before and after dropout, per attention block:
-// one in an encoder layer, two in a decoder layer; the feed-forward hidden layer; per-position
-// statistics) and, once, the logits (their gradient is computed in place) and the gradients
-// live at the peak of the backward pass.
-// The coefficients were fitted to the allocator's peak over a forward and backward pass of
-// the whole batch (what `rosetta train` logs as "largest batch's activations") on 29 shapes,
-// D 64-1024, F 256-2048, H 4-8, L 32-256, V 100-16000, 1-3 layers, relu and gelu, and rounded
-// up: the estimate is 1.0-1.25x the measured peak on all of them (e.g. the default translator
-// on 9 sentences of 256 tokens: 337 MiB estimated, 333 MiB measured). Real sentences, shorter
-// than --max-len, hold less: the default translator's largest batch of data/de-en/train.tsv
-// measured 225-235 MiB, where the plan (for 2,500 tokens of 256-token sequences) says 365 MiB.
-double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_tokens) {
-  const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads());
-  const double Le = double(o.encoder_layers()), Ld = double(o.decoder_layers()), V = double(o.tgt_vocab());
-  const double L = double(std::min<int64_t>(o.max_len(), max_tokens));
-  const double ff = o.activation() == "gelu" ? 3 : 2;
-  const double per_token =
-      D * (8 + 8 * Le + 12 * Ld) + F * ff * (Le + Ld) + 2 * H * L * (Le + 2 * Ld) + 16 * (Le + Ld) + 1.1 * V;
-  return kFloat * double(max_tokens) * per_token;
-}
-
-// Against a whole run: the default translator on data/de-en (20 updates and a validation)
-// peaked at 501 MiB resident on 1 thread and 660 MiB on 2 (2 replicas), where the plan says
-// 536 and 555 MiB; the rest is the allocator's cache of blocks of other sizes, the runtime and
-// the corpus.
-MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
-  const int64_t vocab = c.task == "copy" ? c.copy_symbols + 4 : c.vocab_size;
-  const nn::TransformerOptions o = c.model_options(vocab, vocab);
-  const double weights = kFloat * double(parameter_count(o));
-  const double optimizer_tensors = c.optimizer == "sgd" ? (c.momentum > 0 ? 1 : 0) : 2;
-  const double ema = c.ema > 0 ? weights : 0;
-  MemoryPlan plan;
-  plan.what = ranks > 1 ? "this run (" + std::to_string(ranks) + " ranks on this machine)" : "this run";
-  plan.parts = {{"weights", weights + kFloat * double(c.model.max_len() * c.model.d_model())},  // + the positional table
-                {"gradients", weights},
-                {"optimizer state", optimizer_tensors * weights},
-                {"EMA", ema},
-                {"replicas' gradients", double(replicas - 1) * weights},
-                {"largest batch's activations", training_activation_bytes(o, c.max_tokens)},
-                // serialized whole before it is written (core/safetensors), while the freed
-                // activations stay in the allocator's cache
-                {"checkpoint being written", (1 + optimizer_tensors) * weights + ema}};
-  for (auto& part : plan.parts) part.second *= ranks;
-  std::ostringstream d;
-  d << "the sizes follow --d-model " << c.model.d_model() << " --ff " << c.model.ff() << " --heads " << c.model.heads() << " --encoder-layers "
-    << c.model.encoder_layers() << " --decoder-layers " << c.model.decoder_layers()
-    << (c.task == "copy" ? " --copy-symbols " + std::to_string(c.copy_symbols)
-                         : " --vocab-size " + std::to_string(c.vocab_size))
-    << " --max-tokens " << c.max_tokens << " --max-len " << c.model.max_len() << " --optimizer " << c.optimizer;
-  if (c.ema > 0) d << " --ema " << number(c.ema);
-  if (replicas > 1) d << " --replicas " << replicas;
-  d << ": choose smaller values";
-  plan.drivers = d.str();
-  return plan;
-}
+// ---------------------------------------------------------------- loading a weights file
 
 MemoryPlan loading_plan(const std::string& path) {
   std::error_code ec;
@@ -270,35 +188,6 @@ MemoryPlan loading_plan(const std::string& path) {
   // The file is read whole, then parsed into tensors: both at once.
   plan.parts = {{"the file", file_bytes}, {"its tensors", file_bytes}};
   plan.drivers = path + " is " + format_size(file_bytes) + " on disk";
-  return plan;
-}
-
-// Decoding keeps, per decoder layer, the keys and values of every beam's target positions
-// ([rows x beam, T, D] each, T the target length limit) and of its source ([rows x beam, S, D]
-// each); following the beams copies them one at a time. A step's logits and their log-softmax
-// are [rows x beam, V]. Encoding the batch comes first, without gradients; its blocks stay in
-// the allocator's cache. On 7 shapes, 1.2-1.8x the allocator's measured peak; against a whole
-// run, translating 1,024 lines of data/de-en/train.tsv with --batch-tokens 16777216 (256
-// sentences of up to 60 tokens, beam 4) peaked at 1.29 GiB resident, where the plan says 1.1 GiB.
-MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t src_len,
-                         const nn::SearchOptions& search, int64_t batch_tokens) {
-  const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads()), V = double(o.tgt_vocab());
-  const double S = double(src_len), R = double(rows * search.beam());
-  const double T = double(std::min<int64_t>(int64_t(search.max_len_a() * S) + search.max_len_b(), o.max_len() - 1) + 1);
-  const double caches = kFloat * 2 * double(o.decoder_layers()) * R * (T + S) * D;
-  MemoryPlan plan;
-  plan.what = "translating the largest batch";
-  plan.parts = {{"weights", kFloat * (double(parameter_count(o)) + double(o.max_len()) * D)},
-                {"encoder", kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
-                {"beams' keys and values", caches + kFloat * R * std::max(T, S) * D},
-                {"a step", kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
-  std::ostringstream d;
-  d << "the sizes follow --batch-tokens " << batch_tokens << " (" << rows << " sentences of up to " << src_len
-    << " tokens; " << kMaxBatchRows << " at most) --beam " << search.beam() << " --max-len-a " << number(search.max_len_a())
-    << " --max-len-b " << search.max_len_b() << " and the model (d_model " << o.d_model() << ", decoder layers "
-    << o.decoder_layers() << ", vocabulary " << o.tgt_vocab()
-    << "): choose a smaller --batch-tokens or --beam";
-  plan.drivers = d.str();
   return plan;
 }
 
@@ -323,14 +212,6 @@ std::optional<std::string> saved_step(const std::string& path) {
 }
 
 }  // namespace
-
-std::function<void(int64_t, int64_t)> decoding_check(const MemoryBudget& budget,
-                                                      const nn::TransformerOptions& model_options,
-                                                      const nn::SearchOptions& search, int64_t batch_tokens) {
-  return [&budget, model_options, search, batch_tokens](int64_t rows, int64_t src_len) {
-    budget.check(decoding_plan(model_options, rows, src_len, search, batch_tokens));
-  };
-}
 
 void keeping_last_checkpoint(const std::string& checkpoint, const std::function<void()>& write) {
   auto fail = [&](const std::string& what) {

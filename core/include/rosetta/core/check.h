@@ -2,6 +2,7 @@
 // built from its arguments (shapes, values), never exits and never logs.
 #pragma once
 
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,14 @@ std::string concat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
+}
+
+// printf's formatting of one number, for messages and the text the layers above write (log
+// lines, reports): num("%.4f", loss).
+inline std::string num(const char* spec, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, v);
+  return buf;
 }
 }  // namespace detail
 

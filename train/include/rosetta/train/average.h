@@ -4,7 +4,9 @@
 // Averaging the weights of the last few checkpoints of a run (Vaswani et al. 2017 averaged the
 // last 5 or 20) smooths out the noise of the final updates and usually scores a little better
 // than any one of them. Only snapshots of the same model can be averaged: same tensors and
-// shapes, same model options, same tokenizers; the inputs are checked for that.
+// shapes, and the same metadata under model.* and run.*, the keys that say which model the
+// weights belong to (a model's options; a translator's task and tokenizers); the inputs are
+// checked for that.
 #pragma once
 
 #include <string>

@@ -1,8 +1,10 @@
-// Memory before it runs out: what `train`, `translate` and `eval` will need, estimated from
-// their options before anything big is allocated, against what this machine (or container) has
-// available. A plan larger than the memory available is refused with one line giving both
-// figures and the options that drive the plan; `--memory-limit SIZE` replaces the detected
-// figure (e.g. to leave room for other jobs, or to run where detection is too cautious).
+// Resources before they run out: memory and disk. The memory a command will need is planned
+// from its options before anything big is allocated (a MemoryPlan: named parts and the options
+// that drive them) and checked against what this machine (or container) has available; a plan
+// larger than that is refused with one line giving both figures and the options to change.
+// `--memory-limit SIZE` replaces the detected figure (e.g. to leave room for other jobs, or to
+// run where detection is too cautious). The plans of a translator run are
+// rosetta/translator/memory_plan.h.
 #pragma once
 
 #include <functional>
@@ -12,9 +14,6 @@
 #include <vector>
 
 #include "rosetta/core/lifetime.h"
-#include "rosetta/nn/search.h"
-#include "rosetta/nn/transformer.h"
-#include "rosetta/train/config.h"
 
 namespace rosetta::train {
 
@@ -58,32 +57,10 @@ class MemoryBudget {
   bool from_flag_ = false;
 };
 
-// ---------------------------------------------------------------- estimates
-
-// The number of parameters of nn::Transformer(o), from its options alone.
-int64_t parameter_count(const nn::TransformerOptions& o);
-
-// Bytes of activations (and their gradients) of one forward and backward pass over a batch of
-// `max_tokens` token positions per side, sequences as long as the model takes.
-double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_tokens);
-
-// `rosetta train` with `c` on `replicas` model replicas, by each of `ranks` processes on this
-// machine: weights, gradients, optimizer state, EMA, the replicas' gradients, the largest
-// batch's activations and a checkpoint being written.
-MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks);
+// ---------------------------------------------------------------- loading a weights file
 
 // Loading the weights file `path` (of the size it has on disk) for translation.
 MemoryPlan loading_plan(const std::string& path);
-
-// Translating with `model_options` a batch of `rows` sources of `src_len` tokens (`search` sets
-// the beam and the target length limit), once the model is loaded.
-MemoryPlan decoding_plan(const nn::TransformerOptions& model_options, int64_t rows, int64_t src_len,
-                         const nn::SearchOptions& search, int64_t batch_tokens);
-// Translator::translate's batch check: refuses (throws) a batch whose decoding_plan exceeds `budget`.
-std::function<void(int64_t rows, int64_t src_len)> decoding_check(const MemoryBudget& budget,
-                                                                   const nn::TransformerOptions& model_options,
-                                                                   const nn::SearchOptions& search,
-                                                                   int64_t batch_tokens);
 
 // ---------------------------------------------------------------- disk
 

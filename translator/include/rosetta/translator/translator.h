@@ -22,7 +22,7 @@
 #include "rosetta/nn/transformer.h"
 #include "rosetta/train/process_group.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 struct RunPaths {
   explicit RunPaths(std::string dir) : dir(std::move(dir)) {}
@@ -110,7 +110,7 @@ TranslationScores validate_translation(nn::Transformer& model, const Codec& code
                                        const std::vector<data::TokenPair>& pairs,
                                        const std::vector<data::SentencePair>& text, int64_t max_tokens,
                                        size_t translate_count, const nn::SearchOptions& search, size_t keep,
-                                       const ProcessGroup& group);
+                                       const train::ProcessGroup& group);
 
 struct Translator {
   std::unique_ptr<nn::Transformer> model;
@@ -142,4 +142,4 @@ struct Translator {
 Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& src,
                      const std::vector<int32_t>& tgt, int32_t bos);
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

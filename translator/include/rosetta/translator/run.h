@@ -8,10 +8,14 @@
 #include <functional>
 #include <string>
 
-#include "rosetta/train/config.h"
-#include "rosetta/train/translator.h"
+#include "rosetta/translator/config.h"
+#include "rosetta/translator/translator.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
+
+// The validation sentences whose translations every validation hands to RunHooks::validated
+// (TranslationScores::src, ref and hyp): the first of the validation set, the same every time.
+inline constexpr size_t kSampleSentences = 5;
 
 struct TrainOutcome {
   int64_t steps = 0;
@@ -58,4 +62,4 @@ struct RunHooks {
 TrainOutcome train_translator(TrainConfig config, const std::string& config_toml, const RunHooks& hooks = {},
                               const std::atomic<bool>* stop = nullptr);
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

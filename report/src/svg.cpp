@@ -1,4 +1,4 @@
-#include "rosetta/train/svg.h"
+#include "rosetta/report/svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,25 +6,9 @@
 #include <sstream>
 
 #include "rosetta/core/check.h"
+#include "rosetta/report/escape.h"
 
-namespace rosetta::train {
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // Control characters are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(ch) >= 0x20 || ch == '\t' || ch == '\n') out += ch;
-    }
-  }
-  return out;
-}
+namespace rosetta::report {
 
 namespace {
 
@@ -94,7 +78,7 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
 
   std::ostringstream o;
   svg_open(o, W, H);
-  o << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
+  o << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << escape_markup(title)
     << "</text>\n";
   // Grid and ticks.
   for (double t : ticks(xr.lo, xr.hi))
@@ -110,13 +94,13 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
       o << "<text x=\"" << ml + pw + 8 << "\" y=\"" << YR(t) + 4 << "\">" << fmt_num(t) << "</text>\n";
   o << "<rect x=\"" << ml << "\" y=\"" << mt << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#333\"/>\n";
-  o << "<text x=\"" << ml + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">" << xml_escape(x_label)
+  o << "<text x=\"" << ml + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">" << escape_markup(x_label)
     << "</text>\n";
   o << "<text transform=\"translate(20," << mt + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-    << xml_escape(left_label) << "</text>\n";
+    << escape_markup(left_label) << "</text>\n";
   if (!right.empty())
     o << "<text transform=\"translate(" << W - 15 << "," << mt + ph / 2
-      << ") rotate(90)\" text-anchor=\"middle\">" << xml_escape(right_label) << "</text>\n";
+      << ") rotate(90)\" text-anchor=\"middle\">" << escape_markup(right_label) << "</text>\n";
   // Series.
   int legend = 0;
   auto draw = [&](const Series& s, auto&& Y) {
@@ -139,7 +123,7 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
     const double ly = mt + 16 + 18 * legend++;
     o << "<line x1=\"" << ml + pw - 150 << "\" y1=\"" << ly - 4 << "\" x2=\"" << ml + pw - 130 << "\" y2=\""
       << ly - 4 << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/><text x=\"" << ml + pw - 124
-      << "\" y=\"" << ly << "\">" << xml_escape(s.name) << "</text>\n";
+      << "\" y=\"" << ly << "\">" << escape_markup(s.name) << "</text>\n";
   };
   for (const auto& s : left) draw(s, YL);
   for (const auto& s : right) draw(s, YR);
@@ -162,19 +146,19 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights_in,
   if (hi <= 0) hi = 1;
   std::ostringstream o;
   svg_open(o, W, H);
-  o << "<text x=\"10\" y=\"22\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
+  o << "<text x=\"10\" y=\"22\" font-size=\"15\">" << escape_markup(title) << "</text>\n";
   for (int64_t c = 0; c < C; ++c)
     o << "<text transform=\"translate(" << ml + c * cell + cell / 2 + 4 << "," << mt - 6
-      << ") rotate(-60)\">" << xml_escape(cols[c]) << "</text>\n";
+      << ") rotate(-60)\">" << escape_markup(cols[c]) << "</text>\n";
   for (int64_t r = 0; r < R; ++r) {
     o << "<text x=\"" << ml - 6 << "\" y=\"" << mt + r * cell + cell / 2 + 4 << "\" text-anchor=\"end\">"
-      << xml_escape(rows[r]) << "</text>\n";
+      << escape_markup(rows[r]) << "</text>\n";
     for (int64_t c = 0; c < C; ++c) {
       const double v = std::clamp(p[r * C + c] / hi, 0.0, 1.0);
       const int shade = int(255 - 225 * v);
       o << "<rect x=\"" << ml + c * cell << "\" y=\"" << mt + r * cell << "\" width=\"" << cell
         << "\" height=\"" << cell << "\" fill=\"rgb(" << shade << "," << shade << ",255)\"><title>"
-        << xml_escape(rows[r]) << " / " << xml_escape(cols[c]) << ": " << std::setprecision(3)
+        << escape_markup(rows[r]) << " / " << escape_markup(cols[c]) << ": " << std::setprecision(3)
         << p[r * C + c] << std::setprecision(1) << "</title></rect>\n";
     }
   }
@@ -182,4 +166,4 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights_in,
   return o.str();
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::report

@@ -1,7 +1,7 @@
 // rosetta report (report.h). The C++ side reads the runs, writes the tables (all text escaped)
 // and puts what the script draws (curves, heatmaps) in the page as JSON, in a
 // <script type="application/json"> element whose '<', '>' and '&' are \u escapes.
-#include "rosetta/train/report.h"
+#include "rosetta/report/report.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,13 +18,16 @@
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/tokenizer.h"
-#include "rosetta/train/translator.h"
-#include "number_text.h"
+#include "rosetta/report/escape.h"
+#include "rosetta/translator/run.h"
+#include "rosetta/translator/translator.h"
 
-namespace rosetta::train {
+namespace rosetta::report {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using translator::RunPaths;
+using translator::Translator;
 
 namespace {
 
@@ -33,7 +36,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::vector<std::string> first_few(const std::vector<std::string>& v) {
-  return {v.begin(), v.begin() + std::ptrdiff_t(std::min(v.size(), kReportSentences))};
+  return {v.begin(), v.begin() + std::ptrdiff_t(std::min(v.size(), translator::kSampleSentences))};
 }
 
 }  // namespace
@@ -48,29 +51,13 @@ void append_translations(const std::string& run_dir, int64_t step, const std::ve
   ROSETTA_CHECK(out, path, ": cannot append");
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // ------------------------------------------------------------------ reading a run
 
 using rosetta::detail::concat;
 
-using detail::num;
+using rosetta::detail::num;
 
 // Problems found while reading: listed on the page, and passed on to the caller.
 struct Notes {
@@ -330,7 +317,7 @@ double best_of(const std::vector<json>& records, const char* key, bool lowest) {
 }
 
 std::string swatch(const Run& r) {
-  return "<span class=\"swatch\" style=\"background:" + r.color + "\"></span>" + html_escape(r.name);
+  return "<span class=\"swatch\" style=\"background:" + r.color + "\"></span>" + escape_markup(r.name);
 }
 
 std::string run_attrs(size_t i) { return " data-run=\"" + std::to_string(i) + "\""; }
@@ -347,7 +334,7 @@ void summary_section(std::string& h, const std::vector<Run>& runs) {
         time = std::max(std::isnan(time) ? 0.0 : time, number(v->back(), "elapsed_s"));
       }
     h += "<tr" + run_attrs(i) + "><td><input type=\"checkbox\" class=\"run-toggle\" checked" + run_attrs(i) +
-         "></td><td class=\"nowrap\" title=\"" + html_escape(r.dir) + "\">" + swatch(r) + "</td><td>" +
+         "></td><td class=\"nowrap\" title=\"" + escape_markup(r.dir) + "\">" + swatch(r) + "</td><td>" +
          fixed(steps, 0) + "</td><td>" + duration(time) + "</td><td>" + std::to_string(r.valid.size()) + "</td><td>" +
          fixed(best_of(r.valid, "loss", true), 4) + "</td><td>" + fixed(best_of(r.valid, "bleu", false), 2) +
          "</td><td>" + fixed(best_of(r.valid, "chrf", false), 2) + "</td></tr>\n";
@@ -368,12 +355,12 @@ void side_by_side(std::string& h, const std::vector<Run>& runs, const std::vecto
   for (const std::string& key : keys) {
     std::set<std::string> distinct;
     for (const auto& v : values) distinct.insert(v.count(key) ? v.at(key) : "\x01");
-    h += std::string("<tr") + (distinct.size() > 1 ? " class=\"diff\"" : "") + "><th>" + html_escape(key) + "</th>";
+    h += std::string("<tr") + (distinct.size() > 1 ? " class=\"diff\"" : "") + "><th>" + escape_markup(key) + "</th>";
     for (size_t i = 0; i < runs.size(); ++i) {
       const auto it = values[i].find(key);
       const std::string value = it == values[i].end() ? "<span class=\"sub\">—</span>"
                                 : it->second.empty()   ? "<span class=\"sub\">(empty)</span>"
-                                                       : html_escape(it->second);
+                                                       : escape_markup(it->second);
       h += "<td class=\"per-run\"" + run_attrs(i) + ">" + value + "</td>";
     }
     h += "</tr>\n";
@@ -423,14 +410,14 @@ void eval_section(std::string& h, const std::vector<Run>& runs) {
     if (!e.is_object()) continue;
     auto text = [&](const char* key) {
       const auto it = e.find(key);
-      return it == e.end() || it->is_null() ? "—" : html_escape(it->is_string() ? it->get<std::string>() : dump(*it));
+      return it == e.end() || it->is_null() ? "—" : escape_markup(it->is_string() ? it->get<std::string>() : dump(*it));
     };
     const auto model = e.find("model");
     const std::string weights = model != e.end() && model->is_string() ? model->get<std::string>() : "";
     rows += "<tr class=\"per-run\"" + run_attrs(i) + "><td class=\"nowrap\">" + swatch(runs[i]) + "</td><td>" +
             text("test") + "</td><td>" + fixed(number(e, "bleu"), 2) + "</td><td>" + fixed(number(e, "chrf"), 2) +
             "</td><td>" + text("sentences") + "</td><td>" + text("beam") + "</td><td title=\"" +
-            html_escape(weights) + "\">" + html_escape(fs::path(weights).filename().string()) + "</td></tr>\n";
+            escape_markup(weights) + "\">" + escape_markup(fs::path(weights).filename().string()) + "</td></tr>\n";
   }
   h += "<section id=\"test\"><h2>Test scores</h2>";
   if (rows.empty())
@@ -468,14 +455,14 @@ void translations_section(std::string& h, const std::vector<Run>& runs, const Re
     for (size_t s = 0; s < sentences; ++s) {
       const std::string src = string_at(last, "src", s), ref = string_at(last, "ref", s);
       h += std::string("<details class=\"sentence\"") + (s == 0 ? " open" : "") + "><summary>" +
-           std::to_string(s + 1) + ". " + html_escape(src) + "</summary><table class=\"translations\"" +
+           std::to_string(s + 1) + ". " + escape_markup(src) + "</summary><table class=\"translations\"" +
            run_attrs(r) + " data-sentence=\"" + std::to_string(s) + "\">" + "<tr class=\"src\"><th>source</th><td>" +
-           html_escape(src) + "</td></tr><tr class=\"ref\"><th>reference</th><td>" + html_escape(ref) + "</td></tr>\n";
+           escape_markup(src) + "</td></tr><tr class=\"ref\"><th>reference</th><td>" + escape_markup(ref) + "</td></tr>\n";
       for (size_t k : shown) {
         const std::string hyp = string_at(recs[k], "hyp", s);
         const std::string step = fixed(number(recs[k], "step"), 0);
         h += "<tr class=\"hyp" + std::string(hyp == ref ? " exact" : "") + "\" data-step=\"" + step + "\"><th>step " +
-             step + "</th><td>" + (hyp.empty() ? "<span class=\"sub\">(empty)</span>" : html_escape(hyp)) +
+             step + "</th><td>" + (hyp.empty() ? "<span class=\"sub\">(empty)</span>" : escape_markup(hyp)) +
              "</td></tr>\n";
       }
       h += "</table></details>\n";
@@ -494,11 +481,11 @@ void attention_section(std::string& h, const std::vector<Run>& runs) {
     const json& a = runs[r].attention;
     h += "<div class=\"per-run block\"" + run_attrs(r) + "><h3>" + swatch(runs[r]);
     if (a.contains("note")) {
-      h += "</h3><p class=\"note\">" + html_escape(a["note"].get<std::string>()) + "</p></div>\n";
+      h += "</h3><p class=\"note\">" + escape_markup(a["note"].get<std::string>()) + "</p></div>\n";
       continue;
     }
-    h += " <span class=\"sub\">" + html_escape(a["weights"].get<std::string>()) + ", step " +
-         html_escape(a["step"].get<std::string>()) + "</span></h3><div class=\"attn\"" + run_attrs(r) +
+    h += " <span class=\"sub\">" + escape_markup(a["weights"].get<std::string>()) + ", step " +
+         escape_markup(a["step"].get<std::string>()) + "</span></h3><div class=\"attn\"" + run_attrs(r) +
          "></div></div>\n";
   }
   h += "</section>\n";
@@ -555,20 +542,20 @@ std::string report_html(const std::vector<std::string>& dirs, const ReportOption
                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                   "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                  "<title>rosetta report: " + html_escape(title) + "</title>\n"
+                  "<title>rosetta report: " + escape_markup(title) + "</title>\n"
                   // First, so that any script error marks the page (tests look for data-error).
                   "<script>window.onerror = function (message, source, line) {\n"
                   "  document.documentElement.setAttribute('data-error', message + ' (line ' + line + ')');\n"
                   "  var e = document.getElementById('error');\n"
                   "  if (e) { e.hidden = false; e.textContent = 'The page failed to render: ' + message; }\n"
                   "};</script>\n<style>" + report_css() + "</style></head>\n<body>\n";
-  h += "<header><h1>rosetta report</h1><p class=\"sub\">" + html_escape(title) + " · generated " + now_text() +
+  h += "<header><h1>rosetta report</h1><p class=\"sub\">" + escape_markup(title) + " · generated " + now_text() +
        " · reload to follow a live run</p></header>\n<div id=\"error\" class=\"error\" hidden></div>\n";
   summary_section(h, runs);
   if (!notes.lines.empty()) {
     h += "<section id=\"notes\" class=\"warnings\"><h2>Warnings</h2><ul>";
     for (size_t i = 0; i < std::min<size_t>(notes.lines.size(), 50); ++i)
-      h += "<li>" + html_escape(notes.lines[i]) + "</li>";
+      h += "<li>" + escape_markup(notes.lines[i]) + "</li>";
     if (notes.lines.size() > 50) h += concat("<li>… and ", notes.lines.size() - 50, " more</li>");
     h += "</ul></section>\n";
   }
@@ -595,4 +582,4 @@ void write_report(const std::vector<std::string>& runs, const std::string& out, 
   write_file_atomic(out, report_html(runs, options, warnings));
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::report

@@ -1,11 +1,11 @@
-#include "rosetta/train/config.h"
+#include "rosetta/translator/config.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "rosetta/core/check.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 std::string model_option_flag(const std::string& key) {
   if (key == "norm_first") return "--norm";
@@ -114,4 +114,4 @@ nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt
       .share_embeddings(model.share_embeddings() && src_vocab == tgt_vocab);
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 // One line of a grid file: NAME TRAIN-FLAGS...
 struct SweepConfig {
@@ -57,4 +57,4 @@ std::string sweep_table(std::vector<SweepRecord>& records, const std::string& se
 // A value as the table shows it: `digits` decimals, or "-".
 std::string sweep_cell(const std::optional<double>& v, int digits);
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

@@ -1,4 +1,4 @@
-#include "rosetta/train/sweep.h"
+#include "rosetta/translator/sweep.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,12 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "number_text.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -136,7 +135,7 @@ std::vector<SweepRecord> read_sweep_records(const std::string& path) {
 }
 
 std::string sweep_cell(const std::optional<double>& v, int digits) {
-  return v ? detail::num(("%." + std::to_string(digits) + "f").c_str(), *v) : "-";
+  return v ? rosetta::detail::num(("%." + std::to_string(digits) + "f").c_str(), *v) : "-";
 }
 
 std::string sweep_table(std::vector<SweepRecord>& records, const std::string& select) {
@@ -171,4 +170,4 @@ std::string sweep_table(std::vector<SweepRecord>& records, const std::string& se
   return t;
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

@@ -6,7 +6,7 @@
 
 #include "rosetta/core/tensor.h"
 
-namespace rosetta::train {
+namespace rosetta::report {
 
 struct Series {
   std::string name;
@@ -25,6 +25,4 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights,
                         const std::vector<std::string>& row_labels,
                         const std::vector<std::string>& col_labels);
 
-std::string xml_escape(const std::string& s);
-
-}  // namespace rosetta::train
+}  // namespace rosetta::report

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "rosetta/core/io.h"
-#include "rosetta/train/sweep.h"
+#include "rosetta/translator/sweep.h"
 #include "support.h"
 
 using namespace rosetta;
@@ -29,19 +29,19 @@ struct Dir {
 
 TEST_CASE("read_sweep_grid reads NAME FLAGS lines and names the line of a bad one", "[train][sweep]") {
   Dir d;
-  const auto grid = train::read_sweep_grid(d.file("g.txt", "# comment\n\na --lr 1e-3\r\nb\n"));
+  const auto grid = translator::read_sweep_grid(d.file("g.txt", "# comment\n\na --lr 1e-3\r\nb\n"));
   REQUIRE(grid.size() == 2);
   CHECK(grid[0].name == "a");
   CHECK(grid[0].flags == std::vector<std::string>{"--lr", "1e-3"});
   CHECK(grid[0].where == d.file("g.txt", "# comment\n\na --lr 1e-3\r\nb\n") + ":3");
   CHECK(grid[1].flags.empty());
-  CHECK(train::read_sweep_grid(d.file("bom.txt", "\xEF\xBB\xBF" "a --lr 1\n"))[0].name == "a");  // as an editor saves it
-  CHECK_THROWS_WITH(train::read_sweep_grid(d.file("dup.txt", "a\na --lr 1\n")),
+  CHECK(translator::read_sweep_grid(d.file("bom.txt", "\xEF\xBB\xBF" "a --lr 1\n"))[0].name == "a");  // as an editor saves it
+  CHECK_THROWS_WITH(translator::read_sweep_grid(d.file("dup.txt", "a\na --lr 1\n")),
                     Catch::Contains("dup.txt:2: the name 'a' is already used at"));
-  CHECK_THROWS_WITH(train::read_sweep_grid(d.file("out.txt", "a --out x\n")),
+  CHECK_THROWS_WITH(translator::read_sweep_grid(d.file("out.txt", "a --out x\n")),
                     Catch::Contains("out.txt:1: --out is set by the sweep"));
-  CHECK_THROWS_WITH(train::read_sweep_grid(d.file("name.txt", "-a\n")), Catch::Contains("name.txt:1: '-a' is not a name"));
-  CHECK_THROWS_WITH(train::read_sweep_grid(d.file("empty.txt", "# nothing\n")),
+  CHECK_THROWS_WITH(translator::read_sweep_grid(d.file("name.txt", "-a\n")), Catch::Contains("name.txt:1: '-a' is not a name"));
+  CHECK_THROWS_WITH(translator::read_sweep_grid(d.file("empty.txt", "# nothing\n")),
                     Catch::Contains("no configurations"));
 }
 
@@ -52,7 +52,7 @@ TEST_CASE("a sweep record summarizes metrics.jsonl and survives results.jsonl", 
                                      "{\"kind\":\"valid\",\"step\":100,\"loss\":3.5,\"bleu\":4,\"chrf\":20,\"elapsed_s\":20}\n"
                                      "not json\n"
                                      "{\"kind\":\"valid\",\"step\":200,\"loss\":3.6,\"bleu\":5,\"chrf\":19,\"elapsed_s\":41}\n");
-  train::SweepRecord r;
+  translator::SweepRecord r;
   r.name = "a";
   r.flags = "--lr 1e-3";
   r.status = "done";
@@ -69,33 +69,33 @@ TEST_CASE("a sweep record summarizes metrics.jsonl and survives results.jsonl", 
   CHECK(r.bleu_at_best_loss == 4);  // the BLEU of the checkpoint best by loss
   CHECK_FALSE(r.load_before.has_value());
 
-  const auto back = train::read_sweep_records(d.file("results.jsonl", r.to_json() + "\n"));
+  const auto back = translator::read_sweep_records(d.file("results.jsonl", r.to_json() + "\n"));
   REQUIRE(back.size() == 1);
   CHECK(back[0].to_json() == r.to_json());
   CHECK(back[0].common == r.common);
   CHECK_THAT(r.to_json(), Catch::Contains("\"updates\":200,") && Catch::Contains("\"best_valid_loss\":3.5,"));
-  CHECK_THROWS_WITH(train::read_sweep_records(d.file("bad.jsonl", r.to_json() + "\n{\"name\":1}\n")),
+  CHECK_THROWS_WITH(translator::read_sweep_records(d.file("bad.jsonl", r.to_json() + "\n{\"name\":1}\n")),
                     Catch::Contains("bad.jsonl:2: not a sweep record"));
 }
 
 TEST_CASE("sweep_table sorts by the selection metric; unselectable runs go last", "[train][sweep]") {
   auto record = [](const char* name, const char* status, std::optional<double> bleu, std::optional<double> loss) {
-    train::SweepRecord r;
+    translator::SweepRecord r;
     r.name = name, r.status = status, r.best_valid_bleu = bleu, r.best_valid_loss = loss;
     return r;
   };
-  std::vector<train::SweepRecord> rs = {record("low", "done", 3, 3.1), record("failed", "failed", 9, 2.0),
+  std::vector<translator::SweepRecord> rs = {record("low", "done", 3, 3.1), record("failed", "failed", 9, 2.0),
                                         record("none", "done", std::nullopt, std::nullopt),
                                         record("high", "done", 6, 3.4)};
-  std::string t = train::sweep_table(rs, "bleu");
+  std::string t = translator::sweep_table(rs, "bleu");
   CHECK(rs[0].name == "high");
   CHECK(rs[1].name == "low");
   CHECK_THAT(t, Catch::Contains("| * | high |"));
   CHECK(t.find("| high |") < t.find("| low |"));
-  t = train::sweep_table(rs, "loss");
+  t = translator::sweep_table(rs, "loss");
   CHECK(rs[0].name == "low");  // lowest loss among the finished runs, not the failed one
   CHECK(*rs[0].metric("loss") == -3.1);
   CHECK_FALSE(rs[2].metric("loss").has_value());
-  std::vector<train::SweepRecord> none = {record("f", "failed", 1, 1)};
-  CHECK(train::sweep_table(none, "bleu").find("| * |") == std::string::npos);
+  std::vector<translator::SweepRecord> none = {record("f", "failed", 1, 1)};
+  CHECK(translator::sweep_table(none, "bleu").find("| * |") == std::string::npos);
 }

@@ -8,7 +8,7 @@
 
 #include "rosetta/core/io.h"
 #include "rosetta/core/safetensors.h"
-#include "rosetta/train/run.h"
+#include "rosetta/translator/run.h"
 #include "support.h"
 
 using namespace rosetta;
@@ -23,8 +23,8 @@ std::string fresh_dir(const std::string& name) {
 }
 
 // The copy task on a tiny model: no files needed.
-train::TrainConfig tiny_copy_run(const std::string& out, int64_t steps) {
-  train::TrainConfig c;
+translator::TrainConfig tiny_copy_run(const std::string& out, int64_t steps) {
+  translator::TrainConfig c;
   c.task = "copy";
   c.out = out;
   c.model.d_model(16).heads(2).ff(32).encoder_layers(1).decoder_layers(1).max_len(16);
@@ -44,12 +44,12 @@ struct Heard {
   std::vector<std::string> info, warn;
   std::vector<int64_t> validated;
   int run_dir_ready = 0;
-  train::RunHooks hooks() {
-    train::RunHooks h;
+  translator::RunHooks hooks() {
+    translator::RunHooks h;
     h.info = [this](const std::string& s) { info.push_back(s); };
     h.warn = [this](const std::string& s) { warn.push_back(s); };
-    h.run_dir_ready = [this](const train::RunPaths&) { ++run_dir_ready; };
-    h.validated = [this](const train::RunPaths&, int64_t step, const train::TranslationScores& v) {
+    h.run_dir_ready = [this](const translator::RunPaths&) { ++run_dir_ready; };
+    h.validated = [this](const translator::RunPaths&, int64_t step, const translator::TranslationScores& v) {
       REQUIRE(std::isfinite(v.loss));
       validated.push_back(step);
     };
@@ -67,7 +67,7 @@ struct Heard {
 TEST_CASE("train_translator runs in a directory and speaks only through its hooks", "[train][run]") {
   const std::string dir = fresh_dir("hooks");
   Heard heard;
-  const train::TrainOutcome r = train::train_translator(tiny_copy_run(dir, 8), "task = \"copy\"\n", heard.hooks());
+  const translator::TrainOutcome r = translator::train_translator(tiny_copy_run(dir, 8), "task = \"copy\"\n", heard.hooks());
   REQUIRE(r.steps == 8);
   REQUIRE(r.stop_reason == "max-steps");
   REQUIRE(r.root);
@@ -78,7 +78,7 @@ TEST_CASE("train_translator runs in a directory and speaks only through its hook
   REQUIRE(heard.said("valid step 8: loss "));
   REQUIRE(heard.said("stopped at step 8 (max-steps)"));
   REQUIRE(heard.warn.empty());
-  const train::RunPaths run(dir);
+  const translator::RunPaths run(dir);
   for (const std::string& f : {run.config(), run.checkpoint(), run.best(), run.ema(), run.metrics(), run.translations()})
     REQUIRE(fs::exists(f));
   REQUIRE(read_file(run.config()) == "task = \"copy\"\n");
@@ -86,9 +86,9 @@ TEST_CASE("train_translator runs in a directory and speaks only through its hook
   const std::string dir2 = fresh_dir("progress");
   Heard quiet;
   std::vector<std::string> progress;
-  train::RunHooks h = quiet.hooks();
+  translator::RunHooks h = quiet.hooks();
   h.progress = [&](const std::string& s) { progress.push_back(s); };
-  train::train_translator(tiny_copy_run(dir2, 4), "", h);
+  translator::train_translator(tiny_copy_run(dir2, 4), "", h);
   REQUIRE(progress.size() == 2);
   REQUIRE(progress[0].rfind("step 2 | epoch 0 | loss ", 0) == 0);
   REQUIRE_FALSE(quiet.said("step 2 epoch"));
@@ -98,15 +98,15 @@ TEST_CASE("train_translator runs in a directory and speaks only through its hook
 
 TEST_CASE("train_translator resumed halfway ends with the uninterrupted run's weights", "[train][run]") {
   const std::string whole = fresh_dir("whole"), halves = fresh_dir("halves");
-  train::train_translator(tiny_copy_run(whole, 8), "");
-  train::train_translator(tiny_copy_run(halves, 4), "");
-  train::TrainConfig rest = tiny_copy_run("", 8);
+  translator::train_translator(tiny_copy_run(whole, 8), "");
+  translator::train_translator(tiny_copy_run(halves, 4), "");
+  translator::TrainConfig rest = tiny_copy_run("", 8);
   rest.resume = halves;
   Heard heard;
-  train::train_translator(rest, "", heard.hooks());
+  translator::train_translator(rest, "", heard.hooks());
   REQUIRE(heard.said("resumed at step 4"));
-  const SafeTensors a = load_safetensors(train::RunPaths(whole).checkpoint());
-  const SafeTensors b = load_safetensors(train::RunPaths(halves).checkpoint());
+  const SafeTensors a = load_safetensors(translator::RunPaths(whole).checkpoint());
+  const SafeTensors b = load_safetensors(translator::RunPaths(halves).checkpoint());
   REQUIRE(a.tensors.size() == b.tensors.size());
   for (const auto& [name, t] : a.tensors) {
     const Tensor* u = b.find(name);
@@ -119,8 +119,8 @@ TEST_CASE("train_translator resumed halfway ends with the uninterrupted run's we
 
 TEST_CASE("train_translator refuses a bad configuration before it writes anything", "[train][run]") {
   const std::string dir = fresh_dir("bad");
-  train::TrainConfig c = tiny_copy_run(dir, 4);
+  translator::TrainConfig c = tiny_copy_run(dir, 4);
   c.lr = -1;
-  REQUIRE_THROWS_WITH(train::train_translator(c, ""), Catch::Contains("--lr must be positive"));
+  REQUIRE_THROWS_WITH(translator::train_translator(c, ""), Catch::Contains("--lr must be positive"));
   REQUIRE_FALSE(fs::exists(dir));
 }

@@ -1,4 +1,4 @@
-#include "rosetta/train/run.h"
+#include "rosetta/translator/run.h"
 
 #include <signal.h>
 
@@ -25,24 +25,51 @@
 #include "rosetta/train/checkpoint.h"
 #include "rosetta/train/metrics.h"
 #include "rosetta/train/process_group.h"
-#include "rosetta/train/report.h"
 #include "rosetta/train/replicas.h"
 #include "rosetta/train/resources.h"
-#include "rosetta/train/run_data.h"
+#include "rosetta/translator/memory_plan.h"
+#include "rosetta/translator/run_data.h"
 #include "rosetta/train/run_lock.h"
 #include "rosetta/train/trainer.h"
-#include "number_text.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 namespace fs = std::filesystem;
+
+using train::bytes_checksum;
+using train::CheckpointFallback;
+using train::EmaWeights;
+using train::format_size;
+using train::keep_previous_checkpoint;
+using train::keeping_last_checkpoint;
+using train::launched_by_mpi;
+using train::launched_size;
+using train::load_with_fallback;
+using train::load_training_checkpoint;
+using train::MemoryBudget;
+using train::MetricRecord;
+using train::MetricsLog;
+using train::mpi_built;
+using train::NonFiniteError;
+using train::previous_checkpoint;
+using train::ProcessGroup;
+using train::RunLock;
+using train::save_model_weights;
+using train::save_training_checkpoint;
+using train::set_aside_checkpoint;
+using train::ShardLoss;
+using train::StepResult;
+using train::thread_plan_for_flag;
+using train::ThreadPlan;
+using train::Trainer;
+using train::TrainerOptions;
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 using rosetta::detail::concat;
 
-using detail::num;
+using rosetta::detail::num;
 
 // ------------------------------------------------------------------ run directory
 
@@ -194,7 +221,7 @@ using ValidResult = TranslationScores;
 ValidResult validate(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
   const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
   return validate_translation(model, d.codec, d.valid, d.valid_text, c.max_tokens, size_t(c.valid_bleu_sentences),
-                              search, kReportSentences, group);
+                              search, kSampleSentences, group);
 }
 
 // Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same
@@ -626,4 +653,4 @@ TrainOutcome train_translator(TrainConfig c, const std::string& config_toml, con
   }
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

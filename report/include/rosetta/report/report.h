@@ -1,7 +1,8 @@
-// The run report (`rosetta report`): one self-contained HTML page about one or more training runs: curves (against
-// step or wall time, several runs overlaid), configurations side by side, data statistics,
-// test scores, validation translations over time and attention heatmaps of the best model.
-// The page fetches nothing: its style sheet, script and data are inline.
+// The run report (`rosetta report`): one self-contained HTML page about one or more training
+// runs of the translator: curves (against step or wall time, several runs overlaid),
+// configurations side by side, data statistics, test scores, validation translations over time
+// and attention heatmaps of the best model. The page fetches nothing: its style sheet, script
+// and data are inline.
 //
 // What it reads from a run directory (all optional but metrics.jsonl; missing parts are noted
 // on the page): metrics.jsonl, config.toml, train.log, translations.jsonl, eval.json, and the
@@ -10,17 +11,13 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
-namespace rosetta::train {
+namespace rosetta::report {
 
-// The validation sentences the trainer records at every validation, for the report.
-inline constexpr size_t kReportSentences = 5;
-
-
-// Appends {"step": S, "src": [...], "ref": [...], "hyp": [...]}, the first kReportSentences of
-// each, as one line of RUN/translations.jsonl, flushed.
+// Appends {"step": S, "src": [...], "ref": [...], "hyp": [...]}, the first
+// translator::kSampleSentences of each, as one line of RUN/translations.jsonl, flushed: what a
+// run's RunHooks::validated records for the report.
 void append_translations(const std::string& run_dir, int64_t step, const std::vector<std::string>& src,
                          const std::vector<std::string>& ref, const std::vector<std::string>& hyp);
 
@@ -42,11 +39,8 @@ std::string report_html(const std::vector<std::string>& runs, const ReportOption
 void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options = {},
                   std::vector<std::string>* warnings = nullptr);
 
-// Text for HTML: & < > " ' as entities.
-std::string html_escape(std::string_view text);
-
 // The page's style sheet and script (report_assets.cpp).
 const char* report_css();
 const char* report_js();
 
-}  // namespace rosetta::train
+}  // namespace rosetta::report

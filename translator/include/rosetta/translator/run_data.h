@@ -9,11 +9,11 @@
 
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/noise.h"
-#include "rosetta/train/config.h"
+#include "rosetta/translator/config.h"
 #include "rosetta/train/process_group.h"
-#include "rosetta/train/translator.h"
+#include "rosetta/translator/translator.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 struct RunData {
   Codec codec;
@@ -39,9 +39,9 @@ void make_copy_task(const TrainConfig& c, RunData& d);
 // Every rank reads the corpora; the root alone trains (or, resuming, loads) the tokenizers and
 // sends them to the others, so all ranks tokenize identically and need no run directory. Nothing
 // is written: a run whose data is bad leaves no run directory behind (write_tokenizers does).
-void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
+void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const train::ProcessGroup& group,
                     RunData& d);
 
 void write_tokenizers(const RunPaths& run, const RunData& d);
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

@@ -9,7 +9,7 @@
 
 #include "rosetta/nn/transformer.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 // The defaults are the default German->English translator of scripts/run-default.sh: a
 // pre-norm Transformer (d_model 256, 4 heads, FF 1024, 2+2 layers, dropout 0.1, shared and tied
@@ -201,4 +201,4 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
 // The flag of a model option: --d-model for d_model; norm_first is --norm (pre|post).
 std::string model_option_flag(const std::string& key);
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

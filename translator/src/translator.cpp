@@ -1,4 +1,4 @@
-#include "rosetta/train/translator.h"
+#include "rosetta/translator/translator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,9 +14,12 @@
 #include "rosetta/data/metrics.h"
 #include "rosetta/train/checkpoint.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 namespace fs = std::filesystem;
+
+using train::bytes_checksum;
+using train::load_model_weights;
 
 // ------------------------------------------------------------------ run directory
 
@@ -276,7 +279,7 @@ TranslationScores validate_translation(nn::Transformer& model, const Codec& code
                                        const std::vector<data::TokenPair>& pairs,
                                        const std::vector<data::SentencePair>& text, int64_t max_tokens,
                                        size_t translate_count, const nn::SearchOptions& search, size_t keep,
-                                       const ProcessGroup& group) {
+                                       const train::ProcessGroup& group) {
   TranslationScores r;
   if (pairs.empty()) return r;
   model.eval();
@@ -328,4 +331,4 @@ TranslationScores validate_translation(nn::Transformer& model, const Codec& code
 }
 
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator

@@ -3,9 +3,9 @@
 // switches runs, the x axis and the heatmap's layer and head. It writes text with textContent
 // only, never as markup. When it has drawn everything it sets data-ok="rendered" on <html>;
 // the page's window.onerror sets data-error instead.
-#include "rosetta/train/report.h"
+#include "rosetta/report/report.h"
 
-namespace rosetta::train {
+namespace rosetta::report {
 
 const char* report_css() {
   return R"CSS(
@@ -347,4 +347,4 @@ const char* report_js() {
 )JS";
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::report

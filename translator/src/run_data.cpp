@@ -1,4 +1,4 @@
-#include "rosetta/train/run_data.h"
+#include "rosetta/translator/run_data.h"
 
 #include <algorithm>
 #include <numeric>
@@ -8,7 +8,7 @@
 #include "rosetta/core/random.h"
 #include "rosetta/data/ding.h"
 
-namespace rosetta::train {
+namespace rosetta::translator {
 
 namespace {
 using rosetta::detail::concat;
@@ -71,7 +71,7 @@ void make_copy_task(const TrainConfig& c, RunData& d) {
 }
 
 
-void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const ProcessGroup& group,
+void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const train::ProcessGroup& group,
                     RunData& d) {
   const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
   d.notes.push_back(concat("training corpus: ", train.read, " pairs read, ", train.skipped_empty,
@@ -165,4 +165,4 @@ void write_tokenizers(const RunPaths& run, const RunData& d) {
   write_file_atomic(run.tgt_model(), d.tgt_model);
 }
 
-}  // namespace rosetta::train
+}  // namespace rosetta::translator
