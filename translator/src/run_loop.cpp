@@ -1,0 +1,247 @@
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+
+#include "rosetta/autograd/functions.h"
+#include "rosetta/core/check.h"
+#include "rosetta/data/noise.h"
+#include "rosetta/train/checkpoint.h"
+#include "rosetta/train/resources.h"
+#include "run_steps.h"
+
+namespace rosetta::translator::detail {
+
+namespace fs = std::filesystem;
+
+using rosetta::detail::concat;
+using rosetta::detail::num;
+using train::EmaWeights;
+using train::MetricRecord;
+using train::ProcessGroup;
+
+namespace {
+
+// Target tokens (non-pad entries) of a shard of a batch's tgt_out.
+int64_t count_tokens(const Tensor& tgt_out) {
+  const Tensor ids = tgt_out.contiguous();
+  const int32_t* p = ids.data<int32_t>();
+  int64_t k = 0;
+  for (int64_t i = 0; i < ids.numel(); ++i) k += p[i] != data::kPadId;
+  return k;
+}
+
+// The validation scores of `model` (loss on every pair; BLEU, chrF and exact matches of the
+// first --valid-bleu-sentences, translated as --valid-beam and --valid-length-penalty say).
+TranslationScores scores(nn::Transformer& model, const RunData& d, const TrainConfig& c, const ProcessGroup& group) {
+  const auto search = nn::SearchOptions().beam(c.valid_beam).length_penalty(c.valid_length_penalty);
+  return validate_translation(model, d.codec, d.valid, d.valid_text, c.max_tokens, size_t(c.valid_bleu_sentences),
+                              search, kSampleSentences, group);
+}
+
+// Every rank gets the root's BLEU and chrF (the others hold NaN), so that all apply the same
+// selection and early-stopping rule.
+void share_scores(const ProcessGroup& group, TranslationScores& r) {
+  if (group.size() == 1) return;
+  double scores[2] = {group.is_root() ? r.bleu : 0.0, group.is_root() ? r.chrf : 0.0};
+  group.sum(scores, 2);
+  r.bleu = scores[0];
+  r.chrf = scores[1];
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ the loop
+
+std::string TrainingRun::loop() {
+  if (root_) metrics_.emplace(run_.metrics());
+  max_time_ = c_.max_time_seconds();
+  t0_ = std::chrono::steady_clock::now();
+  interval_.start = elapsed();
+  while (true) {
+    if (std::string rule = stopping_rule(); !rule.empty()) return rule;
+    if (!update()) continue;
+    if (p_.step % c_.log_every == 0) log_interval();
+    bool stop_early = false;
+    if (c_.validate_every > 0 && p_.step % c_.validate_every == 0) stop_early = group_.any(validate());
+    if (c_.save_every > 0 && p_.step % c_.save_every == 0) save();
+    if (stop_early) return "early-stopping";
+    if (stop_ && group_.any(stop_->load())) return "interrupted";
+  }
+}
+
+std::string TrainingRun::stopping_rule() const {
+  if (c_.max_steps > 0 && p_.step >= c_.max_steps) return "max-steps";
+  if (c_.max_epochs > 0 && int64_t(it_->epoch()) >= c_.max_epochs) return "max-epochs";
+  if (max_time_ > 0 && group_.any(elapsed() >= max_time_)) return "max-time";
+  return "";
+}
+
+// The global batch of an update is the next ranks x accum batches of the data order, which every
+// rank serves; rank r computes every ranks-th from the r-th. Each batch's loss is weighted by its
+// share of the global batch's tokens, so the gradients summed over the ranks are the gradient of
+// the global batch: the update one process makes with --accum ranks x accum.
+int64_t TrainingRun::next_batches(std::vector<data::Batch>& batches, std::vector<int64_t>& rows) {
+  const int64_t ranks = group_.size(), rank = group_.rank();
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < ranks * c_.accum; ++i) {
+    const uint64_t epoch = it_->epoch();
+    data::Batch b = it_->next();
+    if (c_.word_dropout > 0) data::word_dropout(b, c_.word_dropout, c_.word_dropout, c_.seed, epoch);
+    tokens += b.tgt_tokens;
+    if (i % ranks != rank) continue;
+    rows.push_back(b.src.size(0));
+    batches.push_back(std::move(b));
+  }
+  return tokens;
+}
+
+bool TrainingRun::update() {
+  std::vector<data::Batch> batches;
+  std::vector<int64_t> rows;
+  const int64_t tokens = next_batches(batches, rows);
+  train::StepResult r;
+  try {
+    r = trainer_->step(rows, tokens, [&](nn::Module& m, size_t i, int64_t b0, int64_t b1) {
+      const data::Batch& b = batches[i];
+      const Tensor out = b.tgt_out.narrow(0, b0, b1 - b0);
+      const Var logits = static_cast<nn::Transformer&>(m).forward(b.src.narrow(0, b0, b1 - b0),
+                                                                   b.tgt_in.narrow(0, b0, b1 - b0));
+      return train::ShardLoss{cross_entropy(logits, out, c_.label_smoothing, data::kPadId), count_tokens(out)};
+    });
+  } catch (const train::NonFiniteError& e) {
+    ROSETTA_FAIL(e.what(), c_.on_nonfinite == "stop" ? " (--on-nonfinite stop); " : " (try a lower --lr or --clip); ",
+                 what_is_kept());
+  }
+  interval_.comm += r.allreduce_s;
+  if (r.skipped) {
+    say_.info(concat("step ", p_.step + 1, ": non-finite ", std::isfinite(r.loss) ? "gradient norm" : "loss", " (",
+                     std::isfinite(r.loss) ? r.grad_norm : r.loss, "); update skipped (", trainer_->skipped(),
+                     " so far)"));
+    return false;
+  }
+  ++p_.step;
+  ++interval_.steps;
+  last_norm_ = r.grad_norm;
+  interval_.loss += r.loss * double(tokens);
+  interval_.tokens += double(tokens);
+  return true;
+}
+
+void TrainingRun::log_interval() {
+  const double now = elapsed();
+  const double loss = interval_.loss / std::max(interval_.tokens, 1.0);
+  const double tps = interval_.tokens / std::max(now - interval_.start, 1e-9);
+  const double lr = opt_->lr();
+  MetricRecord record{{"kind", "train"}, {"step", p_.step}, {"epoch", int64_t(it_->epoch())}, {"loss", loss},
+                      {"ppl", std::exp(loss)}, {"lr", lr}, {"grad_norm", last_norm_},
+                      {"tokens_per_s", tps}, {"elapsed_s", now}};
+  std::string comm;
+  if (group_.size() > 1) {
+    const double ms = 1000 * interval_.comm / double(std::max<int64_t>(interval_.steps, 1));
+    record.emplace_back("allreduce_ms", ms);
+    comm = " (allreduce " + num("%.1f", ms) + " ms/step)";
+  }
+  if (metrics_) metrics_->write(record);
+  if (hooks_.progress) {
+    if (root_)
+      hooks_.progress(concat("step ", p_.step, " | epoch ", it_->epoch(), " | loss ", num("%.4f", loss), " | lr ",
+                             num("%.2e", lr), " | ", num("%.0f", tps), " tok/s", comm, " | ", num("%.0f", now), "s"));
+  } else {
+    say_.info(concat("step ", p_.step, " epoch ", it_->epoch(), " loss ", num("%.4f", loss), " ppl ",
+                     num("%.2f", std::exp(loss)), " lr ", num("%.3e", lr), " grad_norm ", num("%.3f", last_norm_),
+                     " ", num("%.0f", tps), " tok/s", comm));
+  }
+  interval_ = Interval{};
+  interval_.start = now;
+}
+
+// ------------------------------------------------------------------ validation and checkpoints
+
+bool TrainingRun::validate() {
+  const EmaWeights swap(*trainer_);  // with --ema, the average is what is validated and kept
+  TranslationScores v = scores(*model_, d_, c_, group_);
+  if (std::isnan(v.loss)) return false;
+  share_scores(group_, v);
+  if (metrics_)
+    metrics_->write({{"kind", "valid"}, {"step", p_.step}, {"loss", v.loss}, {"ppl", std::exp(v.loss)},
+                     {"bleu", v.bleu}, {"chrf", v.chrf}, {"exact", v.exact}, {"elapsed_s", elapsed()}});
+  const bool by_loss = c_.best_metric == "loss";
+  const double value = by_loss ? v.loss : c_.best_metric == "bleu" ? v.bleu : v.chrf;
+  const bool improved = !std::isnan(value) && (std::isnan(p_.best_valid) ||
+                                               (by_loss ? value < p_.best_valid : value > p_.best_valid));
+  say_.info(concat("valid step ", p_.step, ": loss ", num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
+                   " BLEU ", num("%.2f", v.bleu), " chrF ", num("%.2f", v.chrf),
+                   improved ? " (best " + c_.best_metric + ")" : ""));
+  if (improved) {
+    p_.best_valid = value;
+    p_.bad_validations = 0;
+    if (root_)
+      train::keeping_last_checkpoint(run_.checkpoint(), [&] {
+        save_weights(run_.best(), c_, *model_, d_, p_.step,
+                     {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+      });
+  } else {
+    ++p_.bad_validations;
+  }
+  if (root_ && hooks_.validated) {  // e.g. a report that follows the run; it never stops training
+    try {
+      hooks_.validated(run_, p_.step, v);
+    } catch (const std::exception& e) {
+      say_.warn(e.what());
+    }
+  }
+  return c_.early_stopping > 0 && p_.bad_validations >= c_.early_stopping;
+}
+
+void TrainingRun::save() {
+  replica_diff_ = std::max(replica_diff_, trainer_->synchronize());
+  if (!root_) return;
+  train::keeping_last_checkpoint(run_.checkpoint(), [&] {  // a full disk: the error says what is kept
+    // The newest two steps' checkpoints are kept, for a resume to fall back on the older; a
+    // second save at one step (the last) replaces the newest.
+    const auto keep = p_.step != saved_step_ ? train::KeepPrevious::yes : train::KeepPrevious::no;
+    save_checkpoint(run_, c_, d_, *trainer_, *it_, p_, elapsed(), keep);
+    saved_step_ = p_.step;
+    if (c_.keep_checkpoints > 0) {
+      save_weights(run_.snapshot(p_.step), c_, *model_, d_, p_.step);
+      prune_snapshots(run_, c_.keep_checkpoints);
+    }
+    if (trainer_->ema().defined()) {
+      const EmaWeights swap(*trainer_);
+      save_weights(run_.ema(), c_, *model_, d_, p_.step, {{"train.ema", to_str(c_.ema)}});
+    }
+  });
+}
+
+// ------------------------------------------------------------------ the end
+
+TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
+  if (stop_reason != "interrupted" && stop_reason != "early-stopping" &&
+      (c_.validate_every == 0 || p_.step % c_.validate_every != 0))
+    validate();
+  save();
+  TrainOutcome outcome;
+  outcome.stop_reason = stop_reason;
+  outcome.steps = p_.step;
+  outcome.best_valid = p_.best_valid;
+  outcome.root = root_;
+  if (group_.size() > 1)
+    say_.info(concat(group_.size(), " ranks; largest difference of a rank's parameters from rank 0's: ",
+                     num("%g", replica_diff_), replica_diff_ == 0 ? " (identical)" : " (resynchronized)"));
+  say_.info(concat("stopped at step ", p_.step, " (", stop_reason, "); ", num("%.0f", elapsed()),
+                   "s of training; checkpoint in ", run_.checkpoint()));
+  return outcome;
+}
+
+double TrainingRun::elapsed() const {
+  return p_.elapsed + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::string TrainingRun::what_is_kept() const {
+  if (!root_) return "rank 0 keeps its last checkpoint";
+  return fs::exists(run_.checkpoint()) ? "the last checkpoint in " + run_.dir + " is intact"
+                                       : "no checkpoint was written yet";
+}
+
+}  // namespace rosetta::translator::detail
