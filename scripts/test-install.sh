@@ -7,6 +7,8 @@
 # Examples run without arguments, except `translate`: it gets a tiny run directory trained
 # here by the installed `rosetta train` on a toy corpus, and sentences to translate. `charlm`
 # is also stopped and resumed on two thread replicas: its weights must equal a straight run's.
+# `charlm` is a user's model trained with the training library alone (it links rosetta::train):
+# it must load no library of the layers above train (data, translator, report).
 #
 #   bash scripts/test-install.sh [BUILD_DIR]     # relative paths are relative to the repo root
 #
@@ -139,6 +141,11 @@ for dir in "$root"/examples/*/; do
   # OpenBLAS must be Debian's OpenMP build, whatever the libopenblas.so.0 alternative says.
   blas=$(ldd "$exe" | sed -n 's/^\s*libopenblas\.so\.0 => \(\S*\).*/\1/p')
   [[ $blas == */openblas-openmp/* ]] || fail "$name loads libopenblas.so.0 from '$blas'"
+  if [[ $name == charlm ]]; then
+    above=$(ldd "$exe" | grep -oE 'librosetta_(data|translator|report)\.so[.0-9]*' | tr '\n' ' ' || true)
+    [[ -z $above ]] || fail "charlm links rosetta::train alone, yet loads $above"
+    echo "test-install: charlm (nn and train only) loads no data, translator or report library"
+  fi
   if [[ $name != translate ]]; then
     echo "test-install: running $name"
     (cd "$out" && "$exe") || fail "$name exited with status $?"

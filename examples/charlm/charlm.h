@@ -11,7 +11,9 @@
 //   logits = head(ln_f(x))                           [B, T, V], head: D -> V without bias
 #pragma once
 
-#include <rosetta/rosetta.h>
+// The model needs nn alone; the program that trains it, optim and train (main.cpp). Neither
+// needs data, the translator or the report: the example links rosetta::train only.
+#include <rosetta/nn/nn.h>
 
 #include <memory>
 #include <string>

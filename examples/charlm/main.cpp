@@ -20,6 +20,14 @@
 // (bench/charlm_torch.cpp): same model, data sampling and hyperparameters.
 #include "charlm.h"
 
+#include <rosetta/core/cpu.h>
+#include <rosetta/core/io.h>
+#include <rosetta/core/safetensors.h>
+#include <rosetta/optim/optim.h>
+#include <rosetta/train/checkpoint.h>
+#include <rosetta/train/metrics.h>
+#include <rosetta/train/trainer.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

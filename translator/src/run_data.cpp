@@ -43,8 +43,51 @@ std::vector<data::SentencePair> read_extra(const TrainConfig& c, const data::Cor
   return out;
 }
 
-}  // namespace
+// src.model and tgt.model trained on the training corpus: one joint model (--joint-vocab) or one
+// per side.
+void train_tokenizers(const TrainConfig& c, const data::Corpus& train, RunData& d) {
+  const auto opts = data::TokenizerOptions()
+                        .vocab_size(c.vocab_size)
+                        .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
+                        .seed(uint32_t(c.seed))
+                        .num_threads(1);
+  std::vector<std::string> src_text, tgt_text;
+  for (const auto& p : train.pairs) {
+    src_text.push_back(p.src);
+    tgt_text.push_back(p.tgt);
+  }
+  if (c.joint_vocab) {
+    std::vector<std::string> all = src_text;
+    all.insert(all.end(), tgt_text.begin(), tgt_text.end());
+    d.src_model = d.tgt_model = data::Tokenizer::train(all, opts).serialized();
+  } else {
+    d.src_model = data::Tokenizer::train(src_text, opts).serialized();
+    d.tgt_model = data::Tokenizer::train(tgt_text, opts).serialized();
+  }
+}
 
+// Subword regularization (--sp-nbest): the n-best segmentations of every training pair kept by
+// the length filter (`text[kept[i]]`, its source after `prefix`, if any), sampled per epoch.
+void add_sampler(const TrainConfig& c, const std::vector<data::SentencePair>& text,
+                 const std::vector<std::vector<int32_t>>& prefix, const std::vector<size_t>& kept,
+                 const data::Tokenizer& src_tok, const data::Tokenizer& tgt_tok, RunData& d) {
+  std::vector<data::SentencePair> kept_text;
+  std::vector<std::vector<int32_t>> kept_prefix;
+  for (size_t i : kept) {
+    kept_text.push_back(text[i]);
+    if (!prefix.empty()) kept_prefix.push_back(prefix[i]);
+  }
+  data::SegmentationSampler::Options o;
+  o.nbest = c.sp_nbest;
+  o.alpha = c.sp_alpha;
+  o.max_src = size_t(c.src_limit());
+  o.max_tgt = size_t(c.tgt_limit());
+  d.sampler = std::make_shared<data::SegmentationSampler>(kept_text, src_tok, tgt_tok, o, kept_prefix);
+  d.notes.push_back(concat("subword regularization: one of the ", c.sp_nbest, " best segmentations per epoch, alpha ",
+                           c.sp_alpha));
+}
+
+}  // namespace
 
 void make_copy_task(const TrainConfig& c, RunData& d) {
   d.codec = Codec::symbols(c.copy_symbols);
@@ -70,7 +113,6 @@ void make_copy_task(const TrainConfig& c, RunData& d) {
   }
 }
 
-
 void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, const train::ProcessGroup& group,
                     RunData& d) {
   const data::Corpus train = read_corpus(c.train, c.src, c.tgt);
@@ -87,24 +129,7 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
       d.src_model = read_file(run.src_model());
       d.tgt_model = read_file(run.tgt_model());
     } else {
-      const auto opts = data::TokenizerOptions()
-                            .vocab_size(c.vocab_size)
-                            .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
-                            .seed(uint32_t(c.seed))
-                            .num_threads(1);
-      std::vector<std::string> src_text, tgt_text;
-      for (const auto& p : train.pairs) {
-        src_text.push_back(p.src);
-        tgt_text.push_back(p.tgt);
-      }
-      if (c.joint_vocab) {
-        std::vector<std::string> all = src_text;
-        all.insert(all.end(), tgt_text.begin(), tgt_text.end());
-        d.src_model = d.tgt_model = data::Tokenizer::train(all, opts).serialized();
-      } else {
-        d.src_model = data::Tokenizer::train(src_text, opts).serialized();
-        d.tgt_model = data::Tokenizer::train(tgt_text, opts).serialized();
-      }
+      train_tokenizers(c, train, d);
     }
   }
   group.broadcast(d.src_model);
@@ -136,23 +161,7 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
                               c.tgt_limit(), " tokens"));
   ROSETTA_CHECK(!d.train.empty(), "no training pairs left after filtering by length (--max-src-len ",
                 c.src_limit(), ", --max-tgt-len ", c.tgt_limit(), ")");
-  if (c.sp_nbest > 1) {
-    // Subword regularization: the n-best segmentations of every kept pair, sampled per epoch.
-    std::vector<data::SentencePair> kept_text;
-    std::vector<std::vector<int32_t>> kept_prefix;
-    for (size_t i : kept) {
-      kept_text.push_back(text[i]);
-      if (!prefix.empty()) kept_prefix.push_back(prefix[i]);
-    }
-    data::SegmentationSampler::Options o;
-    o.nbest = c.sp_nbest;
-    o.alpha = c.sp_alpha;
-    o.max_src = size_t(c.src_limit());
-    o.max_tgt = size_t(c.tgt_limit());
-    d.sampler = std::make_shared<data::SegmentationSampler>(kept_text, src_tok, tgt_tok, o, kept_prefix);
-    d.notes.push_back(concat("subword regularization: one of the ", c.sp_nbest,
-                                  " best segmentations per epoch, alpha ", c.sp_alpha));
-  }
+  if (c.sp_nbest > 1) add_sampler(c, text, prefix, kept, src_tok, tgt_tok, d);
   kept.clear();
   d.valid = data::tokenize(valid.pairs, src_tok, tgt_tok);
   data::filter_by_tokens(d.valid, size_t(c.model.max_len() - 2), size_t(c.model.max_len() - 2), &kept);
