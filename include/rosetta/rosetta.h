@@ -39,14 +39,7 @@
 #include "rosetta/data/metrics.h"
 #include "rosetta/data/tokenizer.h"
 
-#include "rosetta/train/average.h"
-#include "rosetta/train/checkpoint.h"
-#include "rosetta/train/metrics.h"
-#include "rosetta/train/process_group.h"
-#include "rosetta/train/replicas.h"
-#include "rosetta/train/resources.h"
-#include "rosetta/train/run_lock.h"
-#include "rosetta/train/trainer.h"
+#include "rosetta/train/train.h"
 
 #include "rosetta/translator/config.h"
 #include "rosetta/translator/memory_plan.h"

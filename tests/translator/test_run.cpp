@@ -1,4 +1,4 @@
-// A whole training run from the library (train/run.h), as `rosetta train` makes it but with the
+// A whole training run from the library (translator/run.h), as `rosetta train` makes it but with the
 // caller's hooks: the run directory's files, the log lines through the hooks (the library
 // itself logs nothing), validations, and a resumed run that ends where an uninterrupted one does.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// A sweep's bookkeeping from the library (train/sweep.h): the grid, the records of
+// A sweep's bookkeeping from the library (translator/sweep.h): the grid, the records of
 // results.jsonl (written and read back), a run's summary from its metrics.jsonl, and the table
 // sorted by the selection metric.
 #include <unistd.h>

@@ -69,7 +69,9 @@ class Codec {
 
 // The metadata keys of the checksums (train/checkpoint.h bytes_checksum) of src.model and
 // tgt.model as trained: a checkpoint holding them only loads with those tokenizers, so that
-// tokenizer files swapped in from another run are an error.
+// tokenizer files swapped in from another run are an error. Like every run.* key (run.task,
+// run.copy_symbols), they say which model the weights are: train::average_weight_files averages
+// only files that agree on them.
 inline constexpr const char* kSrcTokenizerKey = "run.src_model_checksum";
 inline constexpr const char* kTgtTokenizerKey = "run.tgt_model_checksum";
 
