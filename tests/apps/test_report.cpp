@@ -1,7 +1,8 @@
-// rosetta report: the page's data and escaping (report_html), malformed metrics lines, the size
-// of a long run's page, what the trainer records for it (translations.jsonl, truncated on resume;
-// report.html) and eval.json; and the pages rendered in headless Chromium (skipped with a message
-// when no Chromium is installed: Debian's `chromium`, or ROSETTA_CHROMIUM=/path/to/it).
+// rosetta report: the page's data and escaping (report_html; the escaper itself and the SVG
+// charts: tests/report), malformed metrics lines, the size of a long run's page, what the trainer
+// records for it (translations.jsonl, truncated on resume; report.html) and eval.json; and the
+// pages rendered in headless Chromium (skipped with a message when no Chromium is installed:
+// Debian's `chromium`, or ROSETTA_CHROMIUM=/path/to/it).
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -9,7 +10,6 @@
 #include <regex>
 
 #include "cli_support.h"
-#include "rosetta/report/escape.h"
 #include "rosetta/report/report.h"
 #include "rosetta/translator/run.h"
 
@@ -125,12 +125,6 @@ void fake_run(const std::string& dir, const std::string& src, const std::string&
 }
 
 }  // namespace
-
-TEST_CASE("escape_markup escapes markup and quotes, and drops what XML forbids", "[report]") {
-  REQUIRE(rosetta::report::escape_markup("<a href=\"x\">&'</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-  REQUIRE(rosetta::report::escape_markup("ä ∑ plain") == "ä ∑ plain");
-  REQUIRE(rosetta::report::escape_markup(std::string("a\x01" "b\tc\nd\re\0f", 11)) == "ab\tc\nd\ref");
-}
 
 TEST_CASE("report: malformed metrics lines are skipped with a warning, and no text breaks the page", "[report]") {
   TempDir work("report_fake");
