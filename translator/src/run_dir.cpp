@@ -89,7 +89,7 @@ std::string to_str(double v) {
 }
 
 void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, const Trainer& trainer,
-                     const data::BatchIterator& it, const Progress& p, double elapsed, KeepPrevious keep) {
+                     const data::BatchIterator& it, const Progress& p, double elapsed, train::KeepPrevious keep) {
   auto meta = run_metadata(c, static_cast<const nn::Transformer&>(trainer.model()), d);
   meta["train.batch_state"] = it.state().to_json();
   meta["train.best_valid"] = to_str(p.best_valid);

@@ -10,6 +10,7 @@
 
 #include "rosetta/data/batch.h"
 #include "rosetta/nn/transformer.h"
+#include "rosetta/train/checkpoint.h"
 #include "rosetta/train/trainer.h"
 #include "rosetta/translator/config.h"
 #include "rosetta/translator/run_data.h"
