@@ -96,6 +96,8 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   meta["train.best_metric"] = c.best_metric;
   meta["train.bad_validations"] = std::to_string(p.bad_validations);
   meta["train.elapsed_s"] = to_str(elapsed);
+  meta["train.unlogged_loss"] = to_str(p.unlogged_loss);
+  meta["train.unlogged_tokens"] = to_str(p.unlogged_tokens);
   save_training_checkpoint(run.checkpoint(), trainer, std::move(meta), keep);
 }
 
@@ -143,6 +145,10 @@ Progress load_checkpoint(const std::string& path, const RunPaths& run, const Tra
   if (metric != c.best_metric) p.best_valid = kNaN;
   p.bad_validations = metadata_int(st.metadata, "train.bad_validations", path);
   p.elapsed = metadata_double(st.metadata, "train.elapsed_s", path);
+  if (st.metadata.count("train.unlogged_loss")) {  // runs of earlier versions saved at records only
+    p.unlogged_loss = metadata_double(st.metadata, "train.unlogged_loss", path);
+    p.unlogged_tokens = metadata_double(st.metadata, "train.unlogged_tokens", path);
+  }
   try {
     it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));
   } catch (const std::out_of_range&) {

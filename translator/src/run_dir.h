@@ -38,6 +38,9 @@ struct Progress {
   double best_valid = std::numeric_limits<double>::quiet_NaN();  // of --best-metric
   int64_t bad_validations = 0;
   double elapsed = 0;  // seconds of training before this process
+  // The updates since the last training record (loss x tokens, tokens): kept in the checkpoint,
+  // so that a run stopped between two records writes the next one as if it had never stopped.
+  double unlogged_loss = 0, unlogged_tokens = 0;
 };
 
 // A double as metadata text, with the 17 digits that read back to the same double.

@@ -123,14 +123,15 @@ bool TrainingRun::update() {
   ++p_.step;
   ++interval_.steps;
   last_norm_ = r.grad_norm;
-  interval_.loss += r.loss * double(tokens);
   interval_.tokens += double(tokens);
+  p_.unlogged_loss += r.loss * double(tokens);
+  p_.unlogged_tokens += double(tokens);
   return true;
 }
 
 void TrainingRun::log_interval() {
   const double now = elapsed();
-  const double loss = interval_.loss / std::max(interval_.tokens, 1.0);
+  const double loss = p_.unlogged_loss / std::max(p_.unlogged_tokens, 1.0);
   const double tps = interval_.tokens / std::max(now - interval_.start, 1e-9);
   const double lr = opt_->lr();
   MetricRecord record{{"kind", "train"}, {"step", p_.step}, {"epoch", int64_t(it_->epoch())}, {"loss", loss},
@@ -154,6 +155,7 @@ void TrainingRun::log_interval() {
   }
   interval_ = Interval{};
   interval_.start = now;
+  p_.unlogged_loss = p_.unlogged_tokens = 0;
 }
 
 // ------------------------------------------------------------------ validation and checkpoints

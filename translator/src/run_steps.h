@@ -87,11 +87,12 @@ class TrainingRun {
   TrainOutcome finish(const std::string& stop_reason);
 
  private:
-  // Training since the last log line.
+  // This process's training since the last log line, for its speed (the loss it logs is
+  // Progress's, which a checkpoint keeps).
   struct Interval {
-    double loss = 0, tokens = 0;  // loss x tokens, tokens
-    double start = 0;             // elapsed() when it began
-    double comm = 0;              // seconds in the gradient allreduce, waiting for the slowest rank included
+    double tokens = 0;
+    double start = 0;  // elapsed() when it began
+    double comm = 0;   // seconds in the gradient allreduce, waiting for the slowest rank included
     int64_t steps = 0;
   };
 
