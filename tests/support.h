@@ -1,9 +1,15 @@
-// Shared test helpers: random tensors, non-contiguous variants, and a tensor closeness matcher.
+// Shared test helpers: random tensors, non-contiguous variants, a tensor closeness matcher, and
+// a scratch directory.
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +18,33 @@
 #include "rosetta/core/random.h"
 
 namespace rosetta::test {
+
+// A fresh directory under the system temp dir, removed with its content on scope exit.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           ("rosetta_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // The names in it, sorted.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(path)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
 
 // Largest |a - b| / (atol/rtol-weighted scale) over all elements; <= 1 means close.
 inline double closeness(const Tensor& a, const Tensor& b, double rtol, double atol) {

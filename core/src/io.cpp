@@ -108,16 +108,22 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   if (int err = write_all(f.fd, bytes)) fail("write failed", err);
   if (::fsync(f.fd) != 0) fail("fsync failed", errno);
   if (f.close_checked() != 0) fail("close failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename temporary file over it", errno);
+  rename_atomic(tmp, path);
+}
 
+void rename_atomic(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(from.c_str());
+    ROSETTA_FAIL(to, ": cannot rename '", from, "' over it: ", errno_text(err));
+  }
   // Make the rename itself durable. Some filesystems cannot fsync a directory (EINVAL): the
   // rename has still happened, so that is not an error.
+  const std::string dir = parent_directory(to);
   Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  ROSETTA_CHECK(d.fd >= 0, path, ": written, but cannot open directory '", dir,
-                "' to sync it: ", errno_text(errno));
-  if (::fsync(d.fd) != 0 && errno != EINVAL) {
-    ROSETTA_FAIL(path, ": written, but fsync of directory '", dir, "' failed: ", errno_text(errno));
-  }
+  ROSETTA_CHECK(d.fd >= 0, to, ": in place, but cannot open directory '", dir, "' to sync it: ", errno_text(errno));
+  if (::fsync(d.fd) != 0 && errno != EINVAL)
+    ROSETTA_FAIL(to, ": in place, but fsync of directory '", dir, "' failed: ", errno_text(errno));
 }
 
 void ensure_directory(const std::string& path) {

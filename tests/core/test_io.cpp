@@ -12,37 +12,15 @@
 
 #include "rosetta/core/io.h"
 #include "rosetta/core/safetensors.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 using namespace rosetta;
 using Catch::Contains;
 using Catch::StartsWith;
+using rosetta::test::ScratchDir;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed with its content on scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("rosetta_test_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
 
 void write_plain(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -119,7 +97,7 @@ TEST_CASE("safetensors round trip of every dtype, scalars, empty and strided ten
 }
 
 TEST_CASE("safetensors metadata round trip and file save/load", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("model.safetensors");
   const std::map<std::string, std::string> metadata = {
       {"format", "pt"},
@@ -403,7 +381,7 @@ TEST_CASE("safetensors rejects a header longer than 100 MB", "[io]") {
 }
 
 TEST_CASE("save_safetensors rejects bad names and leaves no file", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("m.safetensors");
   const Tensor t = Tensor::zeros({2});
   REQUIRE_THROWS_WITH(save_safetensors(path, {{"a", t}, {"a", t}}),
@@ -420,7 +398,7 @@ TEST_CASE("save_safetensors rejects bad names and leaves no file", "[io]") {
 }
 
 TEST_CASE("load_safetensors names the path when the file is missing or a directory", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   REQUIRE_THROWS_AS(load_safetensors(dir.file("none.safetensors")), Error);
   REQUIRE_THROWS_WITH(load_safetensors(dir.file("none.safetensors")),
                       Contains(dir.file("none.safetensors") + ": cannot open for reading") &&
@@ -435,7 +413,7 @@ TEST_CASE("load_safetensors names the path when the file is missing or a directo
 // ------------------------------------------------------------------ plain files
 
 TEST_CASE("read_file returns the bytes, including NULs", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string bytes = std::string("a\0b\n", 4) + std::string(200000, 'x');
   write_plain(dir.file("f"), bytes);
   CHECK(read_file(dir.file("f")) == bytes);
@@ -444,7 +422,7 @@ TEST_CASE("read_file returns the bytes, including NULs", "[io]") {
 }
 
 TEST_CASE("write_file_atomic replaces the file and leaves no temporary file", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   const std::string path = dir.file("out.bin");
   write_file_atomic(path, "first");
   CHECK(read_file(path) == "first");
@@ -463,7 +441,7 @@ TEST_CASE("write_file_atomic replaces the file and leaves no temporary file", "[
 }
 
 TEST_CASE("write_file_atomic failures throw, name the path and leave nothing behind", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
 
   SECTION("parent directory does not exist") {
     const std::string path = dir.file("missing/out.bin");
@@ -478,7 +456,7 @@ TEST_CASE("write_file_atomic failures throw, name the path and leave nothing beh
     fs::create_directory(dir.path / "target");
     const std::string path = dir.file("target");
     REQUIRE_THROWS_WITH(write_file_atomic(path, "data"),
-                        StartsWith(path + ": cannot rename temporary file over it"));
+                        StartsWith(path + ": cannot rename '") && Contains("' over it: "));
     CHECK(dir.listing() == std::vector<std::string>{"target"});  // temp file removed
     CHECK(fs::is_directory(path));
   }
@@ -503,7 +481,7 @@ TEST_CASE("write_file_atomic failures throw, name the path and leave nothing beh
 }
 
 TEST_CASE("read_file and ensure_directory errors name the path", "[io]") {
-  TempDir dir;
+  ScratchDir dir;
   REQUIRE_THROWS_AS(read_file(dir.file("nope")), Error);
   REQUIRE_THROWS_WITH(read_file(dir.file("nope")),
                       Contains(dir.file("nope") + ": cannot open for reading: No such file"));

@@ -1,13 +1,11 @@
 #include "rosetta/train/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <fcntl.h>  // AT_FDCWD
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -40,36 +38,44 @@ bool all_finite(const Tensor& flat) {
   return true;
 }
 
-// Renames `from` over `to` and makes that durable (fsync of the directory, where it can).
-void rename_durably(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(from.c_str());
-    ROSETTA_FAIL(to, ": cannot rename ", from, " over it: ", std::strerror(err));
+// This rank's dropout counters from a checkpoint of a job (train.dropout_counters: each rank's,
+// comma-separated): its own when the job has as many ranks as the one that saved it, else the
+// largest of each (another number of ranks continues with fresh positions of the streams);
+// empty for a checkpoint of one process.
+std::vector<uint64_t> rank_counters(const std::map<std::string, std::string>& metadata, const std::string& path,
+                                    const ProcessGroup& group, size_t generators) {
+  const auto it = metadata.find("train.dropout_counters");
+  if (it == metadata.end()) return {};
+  std::vector<std::vector<uint64_t>> ranks;
+  std::istringstream all(it->second);
+  for (std::string one; std::getline(all, one, ',');) {
+    std::istringstream in(one);
+    std::vector<uint64_t>& r = ranks.emplace_back();
+    for (uint64_t c = 0; in >> c;) r.push_back(c);
+    ROSETTA_CHECK(r.size() == generators && in.eof(), path, ": bad train.dropout_counters '", it->second, "'");
   }
-  const std::string dir = std::filesystem::path(to).parent_path().string();
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);  // some filesystems cannot (EINVAL): the rename has happened all the same
-    ::close(fd);
-  }
+  if (int(ranks.size()) == group.size()) return ranks[size_t(group.rank())];
+  std::vector<uint64_t> largest(generators, 0);
+  for (const auto& r : ranks)
+    for (size_t i = 0; i < generators; ++i) largest[i] = std::max(largest[i], r[i]);
+  return largest;
 }
 
-// Keeps the file at `path`, if any, as previous_checkpoint(path): a hard link under a temporary
-// name, renamed over the old previous one (a copy where there are no hard links).
-void keep_as_previous(const std::string& path) {
-  namespace fs = std::filesystem;
+// Puts the complete checkpoint `next` in place as `path`, and the one it replaces, if any, as
+// previous_checkpoint(path). At every moment `path` is a complete checkpoint and the previous
+// one another complete file: never a second name of the same file (a hard link), which a
+// failing disk would corrupt with it. The two are swapped in one step (renameat2's
+// RENAME_EXCHANGE), then the old one renamed to the previous name; a crash between the two
+// leaves it under `next` (a temporary name, removed by the next run) and the previous one as it
+// was. Filesystems without the exchange get a copy of the old one first.
+void rotate_in(const std::string& next, const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
+  if (!std::filesystem::exists(path, ec)) return rename_atomic(next, path);
   const std::string previous = previous_checkpoint(path);
-  const std::string link = previous + ".tmp.link";
-  fs::remove(link, ec);
-  fs::create_hard_link(path, link, ec);
-  if (ec) {  // no hard links here: a copy, written atomically
-    write_file_atomic(previous, read_file(path));
-    return;
-  }
-  rename_durably(link, previous);
+  if (::renameat2(AT_FDCWD, next.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0)
+    return rename_atomic(next, previous);
+  write_file_atomic(previous, read_file(path));
+  rename_atomic(next, path);
 }
 
 }  // namespace
@@ -147,6 +153,14 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
   }
   metadata["train.step"] = std::to_string(trainer.steps());
   metadata["train.dropout_rng"] = rng;
+  if (!trainer.rank_dropout_counters().empty()) {  // several ranks: each one's own position
+    std::string counters;
+    for (const std::string& r : trainer.rank_dropout_counters()) {
+      if (!counters.empty()) counters += ", ";
+      counters += r;
+    }
+    metadata["train.dropout_counters"] = counters;
+  }
   metadata["train.skipped_nonfinite"] = std::to_string(trainer.skipped());
   metadata[kChecksumKey] = tensors_checksum(tensors);
   if (keep == KeepPrevious::no) {
@@ -155,8 +169,7 @@ void save_training_checkpoint(const std::string& path, const Trainer& trainer,
   }
   const std::string next = path + ".tmp.next";  // a name the run directory's cleanup knows
   save_safetensors(next, tensors, metadata);
-  keep_as_previous(path);
-  rename_durably(next, path);
+  rotate_in(next, path);
 }
 
 std::map<std::string, std::string> load_training_checkpoint(const SafeTensors& st, const std::string& path,
@@ -176,12 +189,17 @@ std::map<std::string, std::string> load_training_checkpoint(const SafeTensors& s
   }
   const auto rng = st.metadata.find("train.dropout_rng");
   ROSETTA_CHECK(rng != st.metadata.end(), path, ": data position or random state missing");
+  std::vector<std::pair<uint64_t, uint64_t>> states;  // the root's seed and counter, per generator
   std::istringstream in(rng->second);
-  for (Generator* g : trainer.generators()) {
+  for (size_t i = 0; i < trainer.generators().size(); ++i) {
     uint64_t seed = 0, counter = 0;
     ROSETTA_CHECK(in >> seed >> counter, path, ": bad train.dropout_rng '", rng->second, "'");
-    g->set_state(rank_seed(seed, trainer.group().rank()), counter);
+    states.emplace_back(seed, counter);
   }
+  const std::vector<uint64_t> counters = rank_counters(st.metadata, path, trainer.group(), states.size());
+  for (size_t i = 0; i < states.size(); ++i)
+    trainer.generators()[i]->set_state(rank_seed(states[i].first, trainer.group().rank()),
+                                       counters.empty() ? states[i].second : counters[i]);
   const int64_t steps = metadata_int(st.metadata, "train.step", path);
   const int64_t skipped = metadata_int(st.metadata, "train.skipped_nonfinite", path);
   try {

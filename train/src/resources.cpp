@@ -57,7 +57,9 @@ std::vector<Cgroup> memory_cgroups(const std::string& root) {
   for (std::string line; std::getline(groups, line);) {
     const size_t a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
+    // (Appended rather than `"," + ...`: GCC 12 warns falsely on that, -Wrestrict, PR 105651.)
+    std::string controllers = ",";
+    controllers.append(line, a + 1, b - a - 1).push_back(',');
     const std::string path = line.substr(b + 1);
     const bool v2 = line.substr(0, a) == "0" && controllers == ",,";
     if (!v2 && controllers.find(",memory,") == std::string::npos) continue;

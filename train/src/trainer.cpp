@@ -141,7 +141,14 @@ double Trainer::evaluate(const std::vector<int64_t>& rows, int64_t total_tokens,
 
 float Trainer::synchronize() {
   if (group_.size() == 1) return 0;
-  for (Generator* g : generators_) g->set_state(g->seed(), group_.max(g->counter()));
+  // Each rank's dropout position, for the checkpoint: left as it is, so that a checkpoint at any
+  // update (a stop between two regular ones included) changes nothing of what follows.
+  std::string mine;
+  for (const Generator* g : generators_) {
+    if (!mine.empty()) mine += ' ';
+    mine += std::to_string(g->counter());
+  }
+  rank_counters_ = group_.gather(mine);
   const Tensor& params = opt_.flat_params();
   float* p = params.data<float>();
   std::vector<float> root(p, p + params.numel());

@@ -17,6 +17,12 @@ std::string read_file(const std::string& path);
 // file is left untouched, and the error names `path`.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Renames `from` over `to` (atomic within one filesystem: a reader sees the old file or the new
+// one), then fsyncs the directory so that the rename survives a crash (skipped where the
+// filesystem cannot sync a directory). When the rename fails, `from` is removed, `to` is left
+// untouched, and the error names `to`.
+void rename_atomic(const std::string& from, const std::string& to);
+
 // Creates `path` and its missing parents (like mkdir -p). Throws when it cannot be created, is
 // not a directory, or is not writable.
 void ensure_directory(const std::string& path);

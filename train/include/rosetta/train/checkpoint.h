@@ -42,15 +42,17 @@ enum class KeepPrevious : bool { no, yes };
 
 // Writes a training checkpoint of `trainer` to `path` (atomically): the model's state dict, the
 // optimizer's state, the moving average (optim.ema), the dropout generators and the progress
-// (train.step, train.skipped_nonfinite, train.dropout_rng), plus `metadata` (the caller's: data
-// position, configuration, ...) and the checksum. Refuses non-finite weights. Call
+// (train.step, train.skipped_nonfinite, train.dropout_rng; under several ranks each rank's
+// position, train.dropout_counters), plus `metadata` (the caller's: data position,
+// configuration, ...) and the checksum. Refuses non-finite weights. Call
 // trainer.synchronize() first on every rank of a job; the root writes.
 //
 // With KeepPrevious::yes the file it replaces stays as previous_checkpoint(path): the new one is
-// written whole under a temporary name, the old one hard-linked under the previous name (copied
-// where the filesystem has no hard links), then the new one renamed into place. Each step is
-// atomic: at every moment `path` holds the newest complete checkpoint, previous_checkpoint(path)
-// the one before it, and a failed write changes neither.
+// written whole under a temporary name, swapped with the old one in one atomic step, and the old
+// one renamed to the previous name (copied there first where the filesystem cannot swap). At
+// every moment `path` holds the newest complete checkpoint and previous_checkpoint(path) an
+// older one, in a file of its own (never a hard link to the newest, which one bad sector would
+// corrupt with it); a failed write changes neither.
 void save_training_checkpoint(const std::string& path, const Trainer& trainer,
                               std::map<std::string, std::string> metadata = {},
                               KeepPrevious keep = KeepPrevious::no);

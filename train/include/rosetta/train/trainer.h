@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "rosetta/core/check.h"
@@ -111,10 +112,13 @@ class Trainer {
   // Progress restored from a checkpoint (train/checkpoint.h).
   void restore_progress(int64_t steps, int64_t skipped);
 
-  // Before a checkpoint under several ranks: the ranks agree on the dropout position (the
-  // largest counter), and every rank's parameters are compared with the root's (they should be
-  // identical); a rank that differs adopts the root's. Returns the largest difference.
+  // Before a checkpoint under several ranks: the root collects every rank's dropout position
+  // (rank_dropout_counters), and every rank's parameters are compared with the root's (they
+  // should be identical); a rank that differs adopts the root's. Returns the largest difference.
   float synchronize();
+  // On the root after synchronize(): each rank's dropout generators' counters, space-separated,
+  // in rank order (empty with one process).
+  const std::vector<std::string>& rank_dropout_counters() const ROSETTA_LIFETIMEBOUND { return rank_counters_; }
 
  private:
   // The sum over `rows`' batches of every shard's loss weighted by its share of `total_tokens`,
@@ -129,6 +133,7 @@ class Trainer {
   ProcessGroup group_;
   ThreadReplicas replicas_;
   std::vector<Generator*> generators_;
+  std::vector<std::string> rank_counters_;
   Tensor ema_;
   int64_t steps_ = 0, skipped_ = 0, skipped_in_a_row_ = 0;
 };
