@@ -158,14 +158,14 @@ inline std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// A rosetta process running in the background, its output in a file.
+// A rosetta process running in the background, its output in a file; `launcher` (a program and
+// its arguments, such as `mpiexec -n 2`) starts it, when not empty.
 struct Proc {
   pid_t pid = -1;
   std::string log;
 
-  Proc(const std::string& args, const std::string& log_path) : log(log_path) {
-    std::vector<std::string> argv_s = split(args);
-    argv_s.insert(argv_s.begin(), ROSETTA_BIN);
+  Proc(const std::string& args, const std::string& log_path, const std::string& launcher = "") : log(log_path) {
+    std::vector<std::string> argv_s = split(launcher + " " + ROSETTA_BIN + " " + args);
     pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -214,6 +214,21 @@ struct Proc {
 };
 
 inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// The processes whose parent is `parent` (from /proc): the ranks of an mpiexec, for one.
+inline std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path().string() + "/stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    // pid (comm) state ppid; comm has no spaces here (rosetta)
+    if (stat >> pid >> comm >> state >> ppid && ppid == parent) out.push_back(pid_t(std::stoi(pid)));
+  }
+  return out;
+}
 
 // Waits (at most ~60 s) until `path` exists.
 inline bool wait_for_file(const std::string& path, Proc& p) {

@@ -9,11 +9,7 @@
 // which softmax ignores, so their gradient is 0 plus rounding noise, and Adam, which divides by
 // the gradient's running RMS, turns noise of either sign into steps of +-lr. They are compared
 // only for staying small; they differ as much between two single-process runs that sum in
-// another order (other thread counts).
-//
-// Open MPI in a container (as root, no ssh, few cores): the environment below lets mpiexec run
-// as root, start more ranks than cores, launch locally without an rsh agent, and use shared
-// memory without the cross-process copy mechanism containers often forbid.
+// another order (other thread counts). The environment Open MPI needs here: mpi_env.h.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -26,6 +22,7 @@
 #include <thread>
 
 #include "apps/cli_support.h"
+#include "mpi_env.h"
 #include "rosetta/core/safetensors.h"
 
 namespace {
@@ -33,6 +30,7 @@ namespace {
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
 using json = nlohmann::json;
+using rosetta::test::container_friendly_mpi_env;
 
 // --ema 0: the moving average is one flat tensor in which the attention key biases (which ranks
 // agree on only to a few lr steps, see the top of the file) cannot be told from the rest.
@@ -43,24 +41,6 @@ const char* kFlags =
     "--max-tokens 96 --lr 3e-3 --warmup 4 --dropout 0 --copy-symbols 8 --copy-min-len 3 "
     "--copy-max-len 6 --copy-train-size 600 --copy-valid-size 40 --valid-bleu-sentences 40 "
     "--max-len 16 --threads 1 --log-every 1";
-
-void container_friendly_mpi_env() {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
-  setenv("OMPI_MCA_plm_rsh_agent", "", 0);  // local launch needs no ssh
-  setenv("OMPI_MCA_btl", "self,vader", 0);
-  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
-  setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
-  // ASan builds: Open MPI 4.1 unloads its components in MPI_Finalize, before LeakSanitizer
-  // looks, so the frames of what they keep until exit are nameless; whole stacks (slow
-  // unwinding) reach the frames in libmpi/libopen-pal that scripts/lsan.supp names. (Not
-  // needed when leak detection is off.)
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  const std::string opts = asan ? asan : "";
-  if (opts.find("fast_unwind_on_malloc") == std::string::npos && opts.find("detect_leaks=0") == std::string::npos)
-    setenv("ASAN_OPTIONS", (opts.empty() ? "" : opts + ":").append("fast_unwind_on_malloc=0").c_str(), 1);
-}
 
 RunResult run(const std::string& cmd) {
   FILE* pipe = popen((cmd + " 2>&1 < /dev/null").c_str(), "r");
@@ -175,7 +155,7 @@ TEST_CASE("2 ranks train as one process with --accum 2, and resume on any number
 
 TEST_CASE("2 ranks with dropout: stopped and resumed, the run continues bit for bit", "[mpi]") {
   // Each rank draws its own dropout masks (a stream derived from the seed and its rank); at a
-  // checkpoint the ranks agree on the stream position, so a resumed run draws the same masks.
+  // checkpoint the root keeps every rank's stream position, so a resumed run draws the same masks.
   TempDir dir("mpi_dropout");
   std::string flags = std::string(kFlags) + " --validate-every 4 --save-every 4";
   flags.replace(flags.find("--dropout 0 "), 12, "--dropout 0.2 ");
@@ -195,21 +175,6 @@ TEST_CASE("2 ranks with dropout: stopped and resumed, the run continues bit for 
                        [](const std::string&) { return true; }) == 0);
 }
 
-// The processes whose parent is `parent` (from /proc).
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& e : rosetta::test::fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::istringstream stat(rosetta::test::slurp(e.path().string() + "/stat"));
-    std::string pid, comm, state;
-    pid_t ppid = 0;
-    // pid (comm) state ppid; comm has no spaces here (rosetta)
-    if (stat >> pid >> comm >> state >> ppid && ppid == parent) out.push_back(pid_t(std::stoi(pid)));
-  }
-  return out;
-}
-
 TEST_CASE("SIGTERM to one rank stops every rank at the same update, with a checkpoint", "[mpi]") {
   container_friendly_mpi_env();
   TempDir dir("mpi_signal");
@@ -226,7 +191,7 @@ TEST_CASE("SIGTERM to one rank stops every rank at the same update, with a check
   std::vector<pid_t> ranks;
   for (int i = 0; i < 600 && (ranks.size() < 2 || !rosetta::test::fs::exists(dir / "run/metrics.jsonl")); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ranks = children_of(shell);  // mpiexec exec'd in place of the shell: the ranks are its children
+    ranks = rosetta::test::children_of(shell);  // mpiexec exec'd in place of the shell: the ranks are its children
   }
   int status = 0;
   if (ranks.size() < 2) {

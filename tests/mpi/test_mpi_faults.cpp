@@ -1,0 +1,39 @@
+// A schedule of faults against a job of two ranks (tests/apps/fault_schedule.h): one rank killed
+// with kill -9 at a random moment (mpiexec then ends the job), SIGTERM to one rank (every rank
+// stops at the same update, with a checkpoint), a corrupted newest checkpoint; each followed by
+// `mpiexec -n 2 rosetta train --resume` alone. The job ends as the same job never interrupted
+// does, bit for bit.
+//
+// CI runs 16 faults (seed 1); more with ROSETTA_MPI_FAULTS and ROSETTA_FAULT_SEED:
+//   ROSETTA_MPI_FAULTS=100 build/tests/test_mpi "a schedule of faults*"
+#include "apps/fault_schedule.h"
+#include "mpi_env.h"
+
+using rosetta::test::FaultSchedule;
+using rosetta::test::RunResult;
+using rosetta::test::TempDir;
+using rosetta::test::env_int;
+
+TEST_CASE("a schedule of faults on 2 ranks: the job resumes after each and ends as if never interrupted",
+          "[mpi][faults][schedule]") {
+  rosetta::test::container_friendly_mpi_env();
+  const int64_t faults = env_int("ROSETTA_MPI_FAULTS", 16);
+  const uint64_t seed = uint64_t(env_int("ROSETTA_FAULT_SEED", 1));
+  const int64_t steps = std::max<int64_t>(300, 12 * faults);
+  const std::string mpiexec = std::string(ROSETTA_MPIEXEC) + " -n 2";
+  TempDir work("mpi_fault_schedule");
+  FaultSchedule schedule(work, seed, steps, FaultSchedule::job_kinds(), mpiexec);
+  const std::string straight = work / "straight";
+  const RunResult r =
+      rosetta::test::run_shell(mpiexec + " " + ROSETTA_BIN + " train " + schedule.flags() + " --out " + straight);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+
+  for (int64_t i = 0; i < faults; ++i) schedule.next();
+  schedule.finish();
+  int64_t total = 0;
+  const std::string summary = schedule.summary(total);
+  WARN("fault schedule on 2 ranks (seed " << seed << "): " << summary);
+  REQUIRE(total == faults);
+  rosetta::test::require_same_end(schedule.dir(), straight, steps);
+}
