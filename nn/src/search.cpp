@@ -11,8 +11,6 @@ namespace rosetta::nn {
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
 // One live beam: which sentence it belongs to, its tokens so far and its log-probability.
 struct Beam {
   int64_t sentence;
