@@ -188,11 +188,13 @@ class FaultSchedule {
   // The signal at a random moment: while the process starts (before or while it reads its
   // checkpoint), or a few updates (0 to 12, a checkpoint every 6) after it began to train, plus
   // 0-4 ms, so that it lands anywhere in an update, a validation or a checkpoint write. In a job,
-  // to one of its ranks (once they run), drawn at random.
+  // to one of its ranks drawn at random, once the job trains: a rank killed while mpiexec starts
+  // the job can leave Open MPI 4.1's mpiexec waiting forever ("PMIX ERROR: UNREACHABLE"), which
+  // no program it starts can prevent.
   void signal_at_random(int sig) {
     const int64_t from = last_logged_step(dir_);
     Proc p(command(), next_log(), launcher_);
-    if (pick(0, 3) == 0) {
+    if (pick(0, 3) == 0 && !job()) {
       sleep_ms(pick(0, 250));
     } else {
       const int64_t target = from + pick(1, 12);
@@ -209,10 +211,9 @@ class FaultSchedule {
     const int code = wait_at_most_a_minute(p);
     INFO(p.output() << "\n(exit status " << code << ")");
     // One process ends by the signal (128 + it, before it set its handler) or stops itself on
-    // SIGTERM (0). A job ends when its ranks stop together on SIGTERM (0), or mpiexec ends all
-    // of it when one was killed (non-zero) or died of a SIGTERM that came before its handler
-    // (128 + SIGTERM).
-    if (job()) REQUIRE((code == 0 || sig == SIGKILL || code == 128 + SIGTERM));
+    // SIGTERM (0). A job's ranks stop together on SIGTERM (0); when one was killed, mpiexec ends
+    // the others (non-zero).
+    if (job()) REQUIRE((code == 0 || sig == SIGKILL));
     else REQUIRE((code == 0 || code == 128 + sig));
   }
 

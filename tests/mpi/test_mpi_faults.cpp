@@ -1,8 +1,9 @@
 // A schedule of faults against a job of two ranks (tests/apps/fault_schedule.h): one rank killed
-// with kill -9 at a random moment (mpiexec then ends the job), SIGTERM to one rank (every rank
-// stops at the same update, with a checkpoint), a corrupted newest checkpoint; each followed by
-// `mpiexec -n 2 rosetta train --resume` alone. The job ends as the same job never interrupted
-// does, bit for bit.
+// with kill -9 at a random moment of its training (mpiexec then ends the job), SIGTERM to one
+// rank (every rank stops at the same update, with a checkpoint), a corrupted newest checkpoint;
+// each followed by `mpiexec -n 2 rosetta train --resume` alone. The job ends as the same job
+// never interrupted does, bit for bit. (No kill while mpiexec starts the job: Open MPI 4.1's
+// mpiexec can then wait forever, see FaultSchedule::signal_at_random.)
 //
 // CI runs 16 faults (seed 1); more with ROSETTA_MPI_FAULTS and ROSETTA_FAULT_SEED:
 //   ROSETTA_MPI_FAULTS=100 build/tests/test_mpi "a schedule of faults*"
