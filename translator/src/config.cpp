@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "rosetta/core/check.h"
 
 namespace rosetta::translator {
+
+using rosetta::detail::concat;
 
 std::string model_option_flag(const std::string& key) {
   if (key == "norm_first") return "--norm";
@@ -19,6 +23,25 @@ void positive(const char* flag, int64_t v) { ROSETTA_CHECK(v > 0, "--", flag, " 
 void non_negative(const char* flag, double v) {
   ROSETTA_CHECK(v >= 0 && std::isfinite(v), "--", flag, " must be a non-negative number, got ", v);
 }
+
+// A schedule that decays over the budget needs one, longer than its warm-up; a warm-up given as
+// a share of the budget needs a budget in updates, which only the budget schedules estimate
+// from --max-time.
+void check_schedule_budget(const TrainConfig& c) {
+  const TrainConfig::Warmup w = c.warmup_spec();
+  ROSETTA_CHECK(c.decay_to >= 0 && c.decay_to <= 1, "--decay-to ", c.decay_to, " outside [0, 1]");
+  if (c.budget_schedule()) {
+    ROSETTA_CHECK(c.max_steps > 0 || c.max_time_seconds() > 0, "--schedule ", c.schedule,
+                  " decays to --decay-to at the end of the budget: give --max-steps or --max-time");
+    ROSETTA_CHECK(w.is_share || c.max_steps == 0 || w.updates < c.max_steps, "--max-steps ", c.max_steps,
+                  " is no longer than the warm-up (--warmup ", w.updates, "): the ", c.schedule,
+                  " schedule would never decay; give a shorter --warmup (or a share, e.g. 5%) or a larger --max-steps");
+  } else {
+    ROSETTA_CHECK(!w.is_share || c.max_steps > 0, "--warmup ", c.warmup, " is a share of the budget's updates: with --schedule ",
+                  c.schedule, " give --max-steps (linear and cosine also estimate the updates of --max-time)");
+  }
+}
+
 }  // namespace
 
 void TrainConfig::validate() const {
@@ -46,7 +69,7 @@ void TrainConfig::validate() const {
   non_negative("weight-decay", weight_decay);
   non_negative("momentum", momentum);
   non_negative("clip", clip);
-  ROSETTA_CHECK(warmup >= 0, "--warmup must not be negative, got ", warmup);
+  check_schedule_budget(*this);
   positive("max-tokens", max_tokens);
   // A batch holds at least one sequence of the longest length the model accepts.
   ROSETTA_CHECK(max_tokens >= model.max_len(), "--max-tokens ", max_tokens, " is smaller than --max-len ", model.max_len(),
@@ -105,6 +128,27 @@ double TrainConfig::max_time_seconds() const {
   ROSETTA_CHECK(scale > 0 && v >= 0 && std::isfinite(v), "--max-time '", max_time,
                 "' is not a duration (e.g. 900, 900s, 15m, 2h)");
   return v * scale;
+}
+
+TrainConfig::Warmup TrainConfig::warmup_spec() const {
+  const std::string bad = concat("--warmup '", warmup, "' is neither a number of updates (e.g. 300) nor a share ",
+                                 "of the budget's updates (e.g. 5%)");
+  Warmup w;
+  size_t used = 0;
+  try {
+    if (!warmup.empty() && warmup.back() == '%') {
+      const double percent = std::stod(warmup, &used);
+      ROSETTA_CHECK(used + 1 == warmup.size() && percent >= 0 && percent < 100, bad, ": a share is in [0%, 100%)");
+      w.share = percent / 100;
+      w.is_share = true;
+    } else {
+      w.updates = std::stoll(warmup, &used);
+      ROSETTA_CHECK(used == warmup.size() && w.updates >= 0, bad);
+    }
+  } catch (const std::logic_error&) {  // std::stod's and std::stoll's invalid_argument, out_of_range
+    ROSETTA_FAIL(bad);
+  }
+  return w;
 }
 
 nn::TransformerOptions TrainConfig::model_options(int64_t src_vocab, int64_t tgt_vocab) const {

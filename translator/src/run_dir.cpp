@@ -98,6 +98,12 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   meta["train.elapsed_s"] = to_str(elapsed);
   meta["train.unlogged_loss"] = to_str(p.unlogged_loss);
   meta["train.unlogged_tokens"] = to_str(p.unlogged_tokens);
+  if (p.schedule) {
+    meta["train.schedule_warmup"] = std::to_string(p.schedule->warmup);
+    meta["train.schedule_total"] = std::to_string(p.schedule->total);
+    meta["train.schedule_anchor_step"] = std::to_string(p.schedule->anchor_step);
+    meta["train.schedule_anchor_progress"] = to_str(p.schedule->anchor_progress);
+  }
   save_training_checkpoint(run.checkpoint(), trainer, std::move(meta), keep);
 }
 
@@ -148,6 +154,13 @@ Progress load_checkpoint(const std::string& path, const RunPaths& run, const Tra
   if (st.metadata.count("train.unlogged_loss")) {  // runs of earlier versions saved at records only
     p.unlogged_loss = metadata_double(st.metadata, "train.unlogged_loss", path);
     p.unlogged_tokens = metadata_double(st.metadata, "train.unlogged_tokens", path);
+  }
+  if (st.metadata.count("train.schedule_total")) {
+    optim::BudgetSchedule::State& s = p.schedule.emplace();
+    s.warmup = metadata_int(st.metadata, "train.schedule_warmup", path);
+    s.total = metadata_int(st.metadata, "train.schedule_total", path);
+    s.anchor_step = metadata_int(st.metadata, "train.schedule_anchor_step", path);
+    s.anchor_progress = metadata_double(st.metadata, "train.schedule_anchor_progress", path);
   }
   try {
     it.restore(data::BatchState::from_json(st.metadata.at("train.batch_state")));

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "rosetta/data/batch.h"
 #include "rosetta/nn/transformer.h"
+#include "rosetta/optim/schedule.h"
 #include "rosetta/train/checkpoint.h"
 #include "rosetta/train/trainer.h"
 #include "rosetta/translator/config.h"
@@ -41,6 +43,9 @@ struct Progress {
   // The updates since the last training record (loss x tokens, tokens): kept in the checkpoint,
   // so that a run stopped between two records writes the next one as if it had never stopped.
   double unlogged_loss = 0, unlogged_tokens = 0;
+  // A linear or cosine schedule's state (its estimate of the budget), so that a resumed run
+  // continues with the same rates; none for the other schedules, and in runs of earlier versions.
+  std::optional<optim::BudgetSchedule::State> schedule;
 };
 
 // A double as metadata text, with the 17 digits that read back to the same double.
@@ -48,7 +53,7 @@ std::string to_str(double v);
 
 // checkpoint.safetensors: the trainer's state (train/checkpoint.h) with what every weights file
 // says about the run (model options, task, tokenizers' checksums, version), the data position
-// of `it`, the progress `p` and the seconds of training `elapsed`; `keep`: whether the checkpoint
+// of `it`, the progress `p` (the schedule's state as train.schedule_*) and the seconds of training `elapsed`; `keep`: whether the checkpoint
 // it replaces stays as the previous one.
 void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, const train::Trainer& trainer,
                      const data::BatchIterator& it, const Progress& p, double elapsed, train::KeepPrevious keep);

@@ -58,9 +58,11 @@ std::string TrainingRun::loop() {
   max_time_ = c_.max_time_seconds();
   t0_ = std::chrono::steady_clock::now();
   interval_.start = elapsed();
+  early_estimates_ = budget_ && budget_->state().total == 0;
   while (true) {
     if (std::string rule = stopping_rule(); !rule.empty()) return rule;
     if (!update()) continue;
+    if (rebudget_due()) rebudget();
     if (p_.step % c_.log_every == 0) log_interval();
     bool stop_early = false;
     if (c_.validate_every > 0 && p_.step % c_.validate_every == 0) stop_early = group_.any(validate());
@@ -121,6 +123,7 @@ bool TrainingRun::update() {
     return false;
   }
   ++p_.step;
+  ++process_steps_;
   ++interval_.steps;
   last_norm_ = r.grad_norm;
   interval_.tokens += double(tokens);
@@ -137,6 +140,8 @@ void TrainingRun::log_interval() {
   MetricRecord record{{"kind", "train"}, {"step", p_.step}, {"epoch", int64_t(it_->epoch())}, {"loss", loss},
                       {"ppl", std::exp(loss)}, {"lr", lr}, {"grad_norm", last_norm_},
                       {"tokens_per_s", tps}, {"elapsed_s", now}};
+  // A time budget's latest estimate of its updates (run_budget.cpp).
+  if (budget_ && max_time_ > 0) record.emplace_back("budget_steps", budget_->state().total);
   std::string comm;
   if (group_.size() > 1) {
     const double ms = 1000 * interval_.comm / double(std::max<int64_t>(interval_.steps, 1));
@@ -198,6 +203,7 @@ bool TrainingRun::validate() {
 
 void TrainingRun::save() {
   replica_diff_ = std::max(replica_diff_, trainer_->synchronize());
+  if (budget_) p_.schedule = budget_->state();
   if (!root_) return;
   train::keeping_last_checkpoint(run_.checkpoint(), [&] {  // a full disk: the error says what is kept
     // The newest two steps' checkpoints are kept, for a resume to fall back on the older; a

@@ -173,8 +173,7 @@ void TrainingRun::build() {
   model_ = std::make_unique<nn::Transformer>(model_options_, init);
   model_->train();
   opt_ = make_optimizer(c_, model_->parameters());
-  schedule_ = optim::make_schedule(c_.schedule, c_.lr, c_.warmup, std::max<int64_t>(c_.max_steps, c_.warmup + 1),
-                                   c_.model.d_model());
+  schedule_ = make_run_schedule();
   // Replicas 1..n-1 are tied to the model's weights (train/replicas.h): their weights follow
   // the model's through resume and broadcast, since both write the shared values in place.
   const int replicas = thread_plan_.replicas;
@@ -211,6 +210,7 @@ void TrainingRun::restore() {
                                 aside.empty() ? "" : ", and keeping the skipped one as " + aside));
   }
   saved_step_ = p_.step;
+  restore_budget();
   if (root_) truncate_metrics(run_, p_.step);
   say_.info(concat("resumed at step ", p_.step, " (epoch ", it_->epoch(), ", batch ", it_->position(), ")"));
 }
@@ -223,7 +223,9 @@ void TrainingRun::describe() {
                    format_size(4.0 * double(n)), "; optimizer state ", format_size(opt_bytes), " (", opt_->name(),
                    "); largest batch's activations ", format_size(double(act))));
   const auto [src_pad, tgt_pad] = padding_share(*it_);
-  say_.info(concat("schedule: ", schedule_->describe(), "; ", it_->batches_in_epoch(), " batches per epoch, padding ",
+  const std::string estimated =
+      budget_ && c_.max_time_seconds() > 0 ? " (the budget's updates estimated every --log-every updates from the speed)" : "";
+  say_.info(concat("schedule: ", schedule_->describe(), estimated, "; ", it_->batches_in_epoch(), " batches per epoch, padding ",
                    num("%.1f", 100 * src_pad), "% of source and ", num("%.1f", 100 * tgt_pad),
                    "% of target positions"));
 }

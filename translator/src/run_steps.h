@@ -10,7 +10,8 @@
 //   run.describe();                  // the memory, schedule and padding lines of the log
 //   run.finish(run.loop());          // the updates, validations and checkpoints; the last ones
 //
-// set-up steps: run_setup.cpp; the loop, validation, checkpoints and the end: run_loop.cpp.
+// set-up steps: run_setup.cpp; the loop, validation, checkpoints and the end: run_loop.cpp; the
+// schedule that decays over the budget and its estimate of a time budget: run_budget.cpp.
 #pragma once
 
 #include <atomic>
@@ -109,6 +110,14 @@ class TrainingRun {
   bool validate();
   // Collective: the ranks agree, the root writes the checkpoint, snapshots and moving average.
   void save();
+  // The schedule of --schedule: a BudgetSchedule (budget_) for linear and cosine, else by name.
+  std::shared_ptr<optim::Schedule> make_run_schedule();
+  // Resuming: the checkpoint's schedule state, then the budget of --max-steps (unchanged: nothing).
+  void restore_budget();
+  // After an update, with a time budget: whether to re-estimate it now, and the estimate (the
+  // root's, on every rank), which re-anchors budget_.
+  bool rebudget_due() const;
+  void rebudget();
   // Seconds of training, earlier processes of the run included.
   double elapsed() const;
   // What a stop for non-finite values leaves behind, for its message.
@@ -130,6 +139,7 @@ class TrainingRun {
   std::unique_ptr<nn::Transformer> model_;
   std::unique_ptr<optim::Optimizer> opt_;
   std::shared_ptr<const optim::Schedule> schedule_;
+  std::shared_ptr<optim::BudgetSchedule> budget_;  // schedule_ when it is linear or cosine
   std::unique_ptr<train::Trainer> trainer_;
   std::unique_ptr<data::BatchIterator> it_;
   Progress p_;
@@ -137,6 +147,8 @@ class TrainingRun {
   std::optional<train::MetricsLog> metrics_;  // the root's
   double max_time_ = 0;                       // --max-time in seconds (0: no limit)
   std::chrono::steady_clock::time_point t0_;  // when this process's loop began
+  int64_t process_steps_ = 0;                 // updates by this process (its speed: process_steps_ / its seconds)
+  bool early_estimates_ = false;              // the budget unknown at the loop's start: estimates at 1, 2, 4, ...
   Interval interval_;
   double last_norm_ = 0;
   float replica_diff_ = 0;

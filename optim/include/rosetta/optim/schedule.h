@@ -61,7 +61,61 @@ class CosineSchedule : public Schedule {
   int64_t warmup_, total_;
 };
 
-// By name: "constant", "noam" (peak is then the factor), "inverse-sqrt", "cosine".
+// Linear warm-up to peak, then a decay (linear or half cosine) to `floor` at the end of a budget
+// of updates that need not be known in advance: a run with a time budget re-estimates it as it
+// goes (rebudget), from the speed it measures. Each re-estimate keeps the learning rate
+// continuous: the progress through the current phase (warm-up, then decay) carries on from
+// where it stands at the re-estimate and reaches 1 at the phase's new end. With a budget known
+// in advance (no rebudget), the progress is the plain (step - warmup) / (total - warmup).
+//
+//   warm-up, step <= warmup:  lr = peak * q(step),  q from 0 at step 0 to 1 at `warmup`
+//   decay, step > warmup:     lr = floor + (peak - floor) * g(p(step)),  p from 0 at `warmup`
+//                             to 1 at `total` (held at 1 after);  g(p) = 1 - p (linear) or
+//                             (1 + cos(pi p)) / 2 (cosine)
+//   a phase re-anchored at step s with progress v and end e: v + (1 - v) (step - s) / (e - s)
+class BudgetSchedule : public Schedule {
+ public:
+  enum class Shape { linear, cosine };
+
+  // Where the schedule stands: what a checkpoint keeps to continue with the same rates.
+  struct State {
+    int64_t warmup = 0;  // updates of the warm-up; -1 while unknown (a share of a budget not yet estimated)
+    int64_t total = 0;   // the update at which the decay reaches the floor; 0 while unknown
+    // The current phase's anchor: its progress was anchor_progress at update anchor_step. An
+    // anchor before `warmup` is the warm-up's; the decay's is then (warmup, 0).
+    int64_t anchor_step = 0;
+    double anchor_progress = 0;
+  };
+
+  // While the warm-up is unknown the rate is 0; while the total is unknown the decay has not begun.
+  BudgetSchedule(Shape shape, double peak, double floor, State state);
+  double lr(int64_t step) const override;
+  std::string describe() const override;
+
+  // After update `step` (the next is step + 1): the budget is now `total` updates and, when
+  // `warmup` >= 0 and the warm-up has not ended, the warm-up `warmup` updates (a warm-up at or
+  // before `step` ends now). The phase under way is re-anchored at `step`; an unchanged budget
+  // changes nothing, so that the rates stay those of the plain formula bit for bit.
+  void rebudget(int64_t step, int64_t total, int64_t warmup = -1);
+
+  const State& state() const { return s_; }
+  void set_state(const State& s);  // a checkpoint's; checked
+  Shape shape() const { return shape_; }
+
+ private:
+  double warmup_progress(int64_t step) const;  // q
+  double decay_progress(int64_t step) const;   // p
+
+  Shape shape_;
+  double peak_, floor_;
+  State s_;
+};
+
+// "linear" or "cosine"; throws naming the others.
+BudgetSchedule::Shape budget_shape(const std::string& name);
+
+// By name: "constant", "noam" (peak is then the factor), "inverse-sqrt", "cosine", "linear" (a
+// BudgetSchedule to 0 at total_steps).
 std::unique_ptr<Schedule> make_schedule(const std::string& name, double lr, int64_t warmup,
                                         int64_t total_steps, int64_t d_model);
 

@@ -58,8 +58,14 @@ struct TrainConfig {
   std::string optimizer = "adam";  // adam | adamw | sgd
   double lr = 2e-3;
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-9, weight_decay = 0.0, momentum = 0.9;
-  std::string schedule = "inverse-sqrt";  // constant | noam | inverse-sqrt | cosine
-  int64_t warmup = 300;
+  // constant | noam | inverse-sqrt | linear | cosine. linear and cosine decay to `decay_to` x lr
+  // at the end of the budget: --max-steps, or the updates --max-time allows, estimated from the
+  // speed measured as the run goes (run_budget.cpp).
+  std::string schedule = "inverse-sqrt";
+  // Updates ("300"), or a share of the budget's updates ("5%"); a string for the share, which
+  // --dump-config writes as it was given (a number unquoted, as before).
+  std::string warmup = "300";
+  double decay_to = 0;  // linear and cosine: the rate at the end of the budget, as a share of lr
   int64_t max_tokens = 2500;  // token budget per batch
   int64_t accum = 1;          // batches per update
   double clip = 1.0;          // global gradient-norm clip (0 = off)
@@ -101,6 +107,15 @@ struct TrainConfig {
   int64_t src_limit() const { return max_src_len > 0 ? max_src_len : model.max_len(); }
   int64_t tgt_limit() const { return max_tgt_len > 0 ? max_tgt_len : model.max_len() - 1; }
   double max_time_seconds() const;  // 0 = no limit
+  // --warmup: a number of updates, or a share of the budget ("5%": share 0.05).
+  struct Warmup {
+    int64_t updates = 0;
+    double share = 0;
+    bool is_share = false;
+  };
+  Warmup warmup_spec() const;  // throws naming --warmup
+  // Whether the schedule decays over the budget (linear, cosine).
+  bool budget_schedule() const { return schedule == "linear" || schedule == "cosine"; }
   // `model` for these vocabularies (shared embeddings only when they are equal).
   nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
 };
@@ -153,8 +168,11 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.eps, C{"eps", opt, "Adam epsilon"});
   f(c.weight_decay, C{"weight_decay", opt, "weight decay"});
   f(c.momentum, C{"momentum", opt, "SGD momentum"});
-  f(c.schedule, C{"schedule", opt, "constant, noam, inverse-sqrt or cosine", {"constant", "noam", "inverse-sqrt", "cosine"}});
-  f(c.warmup, C{"warmup", opt, "warmup steps"});
+  f(c.schedule, C{"schedule", opt, "constant, noam, inverse-sqrt, or linear or cosine (decay to --decay-to at the end "
+                                   "of --max-steps or --max-time)", {"constant", "noam", "inverse-sqrt", "linear", "cosine"}});
+  f(c.warmup, C{"warmup", opt, "warmup steps, or a share of the budget's updates (e.g. 5%)"});
+  f(c.decay_to, C{"decay_to", opt, "linear and cosine schedules: the learning rate at the end of the budget, as a "
+                                   "share of --lr"});
   f(c.max_tokens, C{"max_tokens", opt, "token budget per batch (B x padded length)"});
   f(c.accum, C{"accum", opt, "batches accumulated per update"});
   f(c.clip, C{"clip", opt, "clip gradients to this global norm (0: off)"});
