@@ -1,0 +1,160 @@
+// A schedule that knows its budget (--schedule linear|cosine, translator/src/run_budget.cpp): the
+// rate reaches its floor (--decay-to x --lr) at the last update of --max-steps, and within one
+// logging interval of the end of --max-time, whose updates are estimated as the run goes; a
+// resumed run continues with the same rates (bit for bit with --max-steps); a budget no longer
+// than the warm-up is refused with one line naming both. Tagged [budget].
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli_support.h"
+
+namespace {
+
+using rosetta::test::RunResult;
+using rosetta::test::TempDir;
+using rosetta::test::checkpoint_step;
+using rosetta::test::read_jsonl;
+using rosetta::test::require_error;
+using rosetta::test::run_rosetta;
+namespace fs = std::filesystem;
+
+// A copy-task run of a few hundred updates a second on one thread; validation only at the end.
+const std::string kFlags =
+    "train --task copy --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --max-len 16 "
+    "--max-tokens 64 --copy-symbols 6 --copy-min-len 2 --copy-max-len 5 --copy-train-size 400 "
+    "--copy-valid-size 10 --valid-bleu-sentences 5 --threads 1 --validate-every 0 --lr 3e-3 --decay-to 0.1";
+constexpr double kPeak = 3e-3, kFloor = 3e-4;
+
+// The learning rate of each logged update of a run, by step.
+std::map<int64_t, double> rates(const std::string& dir) {
+  std::map<int64_t, double> out;
+  for (const auto& j : read_jsonl(dir + "/metrics.jsonl"))
+    if (j["kind"] == "train") out[j["step"].get<int64_t>()] = j["lr"].get<double>();
+  return out;
+}
+
+std::string tensors_checksum(const std::string& path) {
+  return rosetta::load_safetensors(path).metadata.at("rosetta.checksum");
+}
+
+// Continues the run in `dir` from the checkpoint before its last (checkpoint.prev.safetensors),
+// as if it had been stopped there; returns the step it resumes at.
+int64_t roll_back_to_previous_checkpoint(const std::string& dir) {
+  fs::rename(dir + "/checkpoint.prev.safetensors", dir + "/checkpoint.safetensors");
+  return checkpoint_step(dir);
+}
+
+}  // namespace
+
+TEST_CASE("a budget of --max-steps: the rate at the last update is the floor, and a resume changes no bit", "[budget]") {
+  for (const std::string schedule : {"linear", "cosine"}) {
+    INFO("--schedule " << schedule);
+    TempDir work("budget_steps");
+    const std::string straight = work / "straight", dir = work / "run";
+    const std::string flags = kFlags + " --schedule " + schedule + " --warmup 10% --max-steps 40 --log-every 1 "
+                                       "--save-every 20 --out ";
+    RunResult r = run_rosetta(flags + straight);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("warmup 4 to 0.003") && Catch::Contains("to 0.0003 at step 40"));
+    const auto lr = rates(straight);
+    REQUIRE(lr.size() == 40);
+    REQUIRE_THAT(lr.at(4), Catch::Matchers::WithinRel(kPeak, 1e-9));  // the warm-up: 10% of 40 updates
+    REQUIRE_THAT(lr.at(40), Catch::Matchers::WithinRel(kFloor, 0.05));
+    REQUIRE(lr.at(39) > lr.at(40));  // decaying to the end, not held at the floor early
+    REQUIRE(lr.at(20) > kFloor + 0.3 * (kPeak - kFloor));
+
+    // The same run stopped at its checkpoint of step 20 and resumed ends bit for bit the same.
+    REQUIRE(run_rosetta(flags + dir).exit_code == 0);
+    REQUIRE(roll_back_to_previous_checkpoint(dir) == 20);
+    r = run_rosetta("train --resume " + dir);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.output, Catch::Contains("resumed at step 20"));
+    REQUIRE(checkpoint_step(dir) == 40);
+    REQUIRE(rates(dir) == lr);
+    REQUIRE(tensors_checksum(dir + "/checkpoint.safetensors") == tensors_checksum(straight + "/checkpoint.safetensors"));
+    REQUIRE(tensors_checksum(dir + "/best.safetensors") == tensors_checksum(straight + "/best.safetensors"));
+  }
+}
+
+TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging interval of the end", "[budget]") {
+  TempDir work("budget_time");
+  const std::string dir = work / "run";
+  const int64_t every = 10;
+  const RunResult r = run_rosetta(kFlags + " --schedule linear --warmup 10% --max-time 2 --log-every " +
+                                  std::to_string(every) + " --out " + dir);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("(max-time)"));
+  const int64_t steps = checkpoint_step(dir);
+  const auto lr = rates(dir);
+  REQUIRE(steps >= 5 * every);  // enough updates for the estimate to mean something
+  const auto& [last_step, last_lr] = *lr.rbegin();
+  INFO("stopped at step " << steps << "; last logged rate " << last_lr << " at step " << last_step);
+  REQUIRE(steps - last_step < every);
+  // One interval's decay of a linear schedule over the updates the run made after a warm-up of
+  // about a tenth of them.
+  const double interval_decay = (kPeak - kFloor) * double(every) / (0.9 * double(steps));
+  REQUIRE(last_lr >= kFloor * (1 - 1e-9));
+  REQUIRE(last_lr - kFloor <= interval_decay);
+  // The rate fell all the way, not in a last jump: halfway through it was well above the floor.
+  REQUIRE(lr.lower_bound(steps / 2)->second > kFloor + 0.25 * (kPeak - kFloor));
+  // Each record holds the estimate of the budget's updates it was logged with.
+  const auto records = read_jsonl(dir + "/metrics.jsonl");
+  REQUIRE(records.front().contains("budget_steps"));
+}
+
+TEST_CASE("a budget of --max-time: a resumed run continues with the rates its checkpoint's estimate set", "[budget]") {
+  TempDir work("budget_time_resume");
+  const std::string dir = work / "run";
+  const std::string flags = kFlags + " --schedule cosine --warmup 20 --max-time 1.5 --log-every 1 --save-every 25";
+  RunResult r = run_rosetta(flags + " --out " + dir);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto before = rates(dir);
+  const int64_t resumed = roll_back_to_previous_checkpoint(dir);
+  REQUIRE(resumed > 20);  // in the decay
+  // The run had time left at that checkpoint: the resumed one makes at least one update with it.
+  r = run_rosetta("train --resume " + dir);
+  REQUIRE(r.exit_code == 0);
+  const auto after = rates(dir);
+  REQUIRE(after.count(resumed + 1) == 1);
+  // Its first update's rate is the one the saved estimate gives (a fresh estimate would start the
+  // decay over from the peak).
+  REQUIRE(after.at(resumed + 1) == before.at(resumed + 1));
+  REQUIRE(after.at(resumed + 1) < 0.99 * kPeak);
+}
+
+TEST_CASE("a budget no longer than the warm-up, or none, is refused with one line", "[budget]") {
+  TempDir work("budget_refused");
+  require_error(run_rosetta(kFlags + " --schedule linear --max-steps 100 --warmup 300 --out " + (work / "a")),
+                {"--max-steps 100", "--warmup 300", "never decay"});
+  require_error(run_rosetta(kFlags + " --schedule cosine --warmup 10 --out " + (work / "b")),
+                {"--schedule cosine", "--max-steps or --max-time"});
+  require_error(run_rosetta(kFlags + " --schedule inverse-sqrt --warmup 5% --out " + (work / "c")),
+                {"--warmup 5%", "--max-steps"});
+  require_error(run_rosetta(kFlags + " --schedule linear --max-steps 100 --warmup 5x --out " + (work / "d")),
+                {"--warmup '5x'"});
+  require_error(run_rosetta(kFlags + " --schedule linear --max-steps 100 --warmup 100% --out " + (work / "e")),
+                {"--warmup '100%'", "[0%, 100%)"});
+  // A time budget is measured first: refused at the first log line, when the speed is known.
+  require_error(run_rosetta(kFlags + " --schedule linear --max-time 1 --warmup 100000 --log-every 5 --out " +
+                            (work / "f")),
+                {"--max-time 1 allows about", "--warmup 100000", "never decay"});
+  REQUIRE(!fs::exists(work / "a"));  // the ones refused before the run began wrote nothing
+}
+
+TEST_CASE("a share of the budget as --warmup round-trips through config.toml", "[budget]") {
+  const RunResult r = run_rosetta(kFlags + " --schedule linear --warmup 5% --max-time 13m --dump-config");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("warmup=\"5%\"") && Catch::Contains("decay-to=0.1"));
+  TempDir work("budget_config");
+  rosetta::test::write_file(work / "c.toml", r.output);
+  const RunResult again = run_rosetta("train --config " + (work / "c.toml") + " --dump-config");
+  REQUIRE(again.output == r.output);
+  // The default stays a number of updates, written as a number.
+  REQUIRE_THAT(run_rosetta("train --dump-config").output, Catch::Contains("\nwarmup=300\n"));
+}
