@@ -235,3 +235,22 @@ TEST_CASE("an error on one rank ends the whole job", "[mpi]") {
   REQUIRE(r.exit_code != 124);  // not ended by the timeout
   REQUIRE_THAT(r.output, Catch::Contains("already holds a trained model"));
 }
+
+TEST_CASE("2 ranks under a time budget set the same rates, from rank 0's estimate", "[mpi]") {
+  // The ranks' clocks differ: if each estimated the budget's updates itself, their learning rates
+  // and then their weights would part (a checkpoint would find and resynchronize them).
+  TempDir dir("mpi_budget");
+  std::string flags = std::string(kFlags) + " --schedule linear --decay-to 0.1 --max-time 2 --validate-every 0";
+  flags.replace(flags.find("--warmup 4 "), 11, "--warmup 10% ");
+  flags.replace(flags.find("--log-every 1"), 13, "--log-every 5");
+  const RunResult r = rosetta_on(2, "train " + flags + " --out " + (dir / "run"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("(max-time)"));
+  REQUIRE_THAT(r.output, Catch::Contains("largest difference of a rank's parameters from rank 0's: 0 (identical)"));
+  const auto records = metrics(dir / "run/metrics.jsonl", "train");
+  REQUIRE(records.size() >= 5);
+  REQUIRE(records.back().contains("budget_steps"));
+  // The rate decayed from its peak towards the floor (3e-4) by the end.
+  REQUIRE(records.back()["lr"].get<double>() < 3e-4 + 0.1 * (3e-3 - 3e-4));
+}
