@@ -37,8 +37,9 @@ void check_schedule_budget(const TrainConfig& c) {
                   " is no longer than the warm-up (--warmup ", w.updates, "): the ", c.schedule,
                   " schedule would never decay; give a shorter --warmup (or a share, e.g. 5%) or a larger --max-steps");
   } else {
-    ROSETTA_CHECK(!w.is_share || c.max_steps > 0, "--warmup ", c.warmup, " is a share of the budget's updates: with --schedule ",
-                  c.schedule, " give --max-steps (linear and cosine also estimate the updates of --max-time)");
+    ROSETTA_CHECK(!w.is_share || c.max_steps > 0, "--warmup ", c.warmup,
+                  " is a share of the budget's updates: with --schedule ", c.schedule,
+                  " give --max-steps (linear and cosine also estimate the updates of --max-time)");
   }
 }
 

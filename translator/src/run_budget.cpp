@@ -51,7 +51,8 @@ void TrainingRun::restore_budget() {
   budget_->set_state(*p_.schedule);
   // --max-steps, as this invocation gives it (the same: nothing changes); a time budget is
   // re-estimated at the next log line.
-  if (c_.max_time_seconds() == 0) budget_->rebudget(p_.step, c_.max_steps, warmup_updates(c_.warmup_spec(), c_.max_steps));
+  if (c_.max_time_seconds() == 0)
+    budget_->rebudget(p_.step, c_.max_steps, warmup_updates(c_.warmup_spec(), c_.max_steps));
 }
 
 bool TrainingRun::rebudget_due() const {

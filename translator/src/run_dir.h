@@ -53,8 +53,8 @@ std::string to_str(double v);
 
 // checkpoint.safetensors: the trainer's state (train/checkpoint.h) with what every weights file
 // says about the run (model options, task, tokenizers' checksums, version), the data position
-// of `it`, the progress `p` (the schedule's state as train.schedule_*) and the seconds of training `elapsed`; `keep`: whether the checkpoint
-// it replaces stays as the previous one.
+// of `it`, the progress `p` (the schedule's state as train.schedule_*) and the seconds of training
+// `elapsed`; `keep`: whether the checkpoint it replaces stays as the previous one.
 void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d, const train::Trainer& trainer,
                      const data::BatchIterator& it, const Progress& p, double elapsed, train::KeepPrevious keep);
 

@@ -223,11 +223,12 @@ void TrainingRun::describe() {
                    format_size(4.0 * double(n)), "; optimizer state ", format_size(opt_bytes), " (", opt_->name(),
                    "); largest batch's activations ", format_size(double(act))));
   const auto [src_pad, tgt_pad] = padding_share(*it_);
-  const std::string estimated =
-      budget_ && c_.max_time_seconds() > 0 ? " (the budget's updates estimated every --log-every updates from the speed)" : "";
-  say_.info(concat("schedule: ", schedule_->describe(), estimated, "; ", it_->batches_in_epoch(), " batches per epoch, padding ",
-                   num("%.1f", 100 * src_pad), "% of source and ", num("%.1f", 100 * tgt_pad),
-                   "% of target positions"));
+  const std::string estimated = budget_ && c_.max_time_seconds() > 0
+                                    ? " (the budget's updates estimated every --log-every updates from the speed)"
+                                    : "";
+  say_.info(concat("schedule: ", schedule_->describe(), estimated, "; ", it_->batches_in_epoch(),
+                   " batches per epoch, padding ", num("%.1f", 100 * src_pad), "% of source and ",
+                   num("%.1f", 100 * tgt_pad), "% of target positions"));
 }
 
 }  // namespace rosetta::translator::detail

@@ -168,10 +168,12 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.eps, C{"eps", opt, "Adam epsilon"});
   f(c.weight_decay, C{"weight_decay", opt, "weight decay"});
   f(c.momentum, C{"momentum", opt, "SGD momentum"});
-  f(c.schedule, C{"schedule", opt, "constant, noam, inverse-sqrt, linear or cosine (the last two decay to --decay-to "
-                                   "at the end of --max-steps or --max-time)", {"constant", "noam", "inverse-sqrt", "linear", "cosine"}});
-  f(c.warmup, C{"warmup", opt, "warmup steps, or a share of the budget's updates (e.g. 5%: of --max-steps, or of the updates "
-                              "--max-time allows, estimated as the run goes)"});
+  f(c.schedule, C{"schedule", opt,
+                  "constant, noam, inverse-sqrt, linear or cosine (the last two decay to --decay-to at the end of "
+                  "--max-steps or --max-time)",
+                  {"constant", "noam", "inverse-sqrt", "linear", "cosine"}});
+  f(c.warmup, C{"warmup", opt, "warmup steps, or a share of the budget's updates (e.g. 5%: of --max-steps, or of "
+                              "the updates --max-time allows, estimated as the run goes)"});
   f(c.decay_to, C{"decay_to", opt, "linear and cosine schedules: the learning rate at the end of the budget, as a "
                                    "share of --lr"});
   f(c.max_tokens, C{"max_tokens", opt, "token budget per batch (B x padded length)"});
