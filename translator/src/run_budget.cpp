@@ -65,11 +65,15 @@ bool TrainingRun::rebudget_due() const {
 void TrainingRun::rebudget() {
   // The updates the time left allows at this process's speed so far (its validations and
   // checkpoints included: they take from the same time), by the root's clock: the ranks' clocks
-  // differ, and every rank must set the same rates.
+  // differ, and every rank must set the same rates. The speed leaves out the process's first
+  // update once there are others: it carries one-off costs (allocations, threads and MPI
+  // starting), several updates' worth on a small model.
   double measured[2] = {0, 0};  // updates left, updates per second
   if (root_) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    measured[1] = double(process_steps_) / std::max(seconds, 1e-9);
+    using clock = std::chrono::steady_clock;
+    const bool skip_first = process_steps_ > 1;
+    const double seconds = std::chrono::duration<double>(clock::now() - (skip_first ? t1_ : t0_)).count();
+    measured[1] = double(process_steps_ - (skip_first ? 1 : 0)) / std::max(seconds, 1e-9);
     measured[0] = std::floor(measured[1] * std::max(max_time_ - elapsed(), 0.0));
   }
   group_.sum(measured, 2);

@@ -123,7 +123,7 @@ bool TrainingRun::update() {
     return false;
   }
   ++p_.step;
-  ++process_steps_;
+  if (++process_steps_ == 1) t1_ = std::chrono::steady_clock::now();
   ++interval_.steps;
   last_norm_ = r.grad_norm;
   interval_.tokens += double(tokens);

@@ -147,7 +147,8 @@ class TrainingRun {
   std::optional<train::MetricsLog> metrics_;  // the root's
   double max_time_ = 0;                       // --max-time in seconds (0: no limit)
   std::chrono::steady_clock::time_point t0_;  // when this process's loop began
-  int64_t process_steps_ = 0;                 // updates by this process (its speed: process_steps_ / its seconds)
+  std::chrono::steady_clock::time_point t1_;  // when this process's first update ended
+  int64_t process_steps_ = 0;                 // updates by this process
   bool early_estimates_ = false;              // the budget unknown at the loop's start: estimates at 1, 2, 4, ...
   Interval interval_;
   double last_norm_ = 0;
