@@ -79,7 +79,8 @@ TEST_CASE("a budget of --max-steps: the rate at the last update is the floor, an
   }
 }
 
-TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging interval of the end", "[budget]") {
+TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging interval of the end",
+          "[budget][alone]") {
   TempDir work("budget_time");
   const std::string dir = work / "run";
   // An interval of ~50 ms, and no checkpoint before the end: the estimate cannot foresee a stall
@@ -108,7 +109,8 @@ TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging
   REQUIRE(records.front().contains("budget_steps"));
 }
 
-TEST_CASE("a budget of --max-time: a resumed run continues with the rates its checkpoint's estimate set", "[budget]") {
+TEST_CASE("a budget of --max-time: a resumed run continues with the rates its checkpoint's estimate set",
+          "[budget][alone]") {
   TempDir work("budget_time_resume");
   const std::string dir = work / "run";
   const std::string flags = kFlags + " --schedule cosine --warmup 20 --max-time 1.5 --log-every 1 --save-every 25";
