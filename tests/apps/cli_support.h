@@ -246,6 +246,12 @@ inline int64_t checkpoint_step(const std::string& dir) {
   return std::stoll(st.metadata.at("train.step"));
 }
 
+// The checksum of a weights or checkpoint file's tensors, from its metadata: equal checksums,
+// bit-identical tensors.
+inline std::string tensors_checksum_of(const std::string& path) {
+  return rosetta::load_safetensors(path).metadata.at("rosetta.checksum");
+}
+
 // A tiny German->English corpus from templates: "der Hund sieht die Katze" -> "the dog sees
 // the cat". Deterministic.
 inline std::vector<std::pair<std::string, std::string>> toy_corpus(int n, unsigned seed) {

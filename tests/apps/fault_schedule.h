@@ -61,10 +61,6 @@ inline std::vector<nlohmann::json> timeless(const std::string& path) {
   return out;
 }
 
-inline std::string tensors_checksum_of(const std::string& path) {
-  return rosetta::load_safetensors(path).metadata.at("rosetta.checksum");
-}
-
 // The run in `dir` ended at `steps` as the uninterrupted run in `straight` did, bit for bit:
 // every tensor of the checkpoint (weights, optimizer state, progress) and of the best model;
 // every metrics record (compared first: the first that differs says where the runs parted) and
@@ -99,15 +95,36 @@ class FaultSchedule {
     return {"kill -9 of one rank", "kill -9 of one rank", "SIGTERM to one rank", "newest checkpoint corrupted"};
   }
 
-  // The run trains `steps` updates in work/run with `flags`; each launch is `launcher` (such as
-  // "mpiexec -n 2", or "" for one process) followed by rosetta.
+  // The run trains `steps` updates (fault_schedule_flags) in work/run; each launch is `launcher`
+  // (such as "mpiexec -n 2", or "" for one process) followed by rosetta.
   FaultSchedule(const TempDir& work, uint64_t seed, int64_t steps, std::vector<std::string> kinds,
                 std::string launcher = "")
-      : dir_(work / "run"), logs_(work / "logs"), flags_(fault_schedule_flags(steps)), steps_(steps),
-        kinds_(std::move(kinds)), launcher_(std::move(launcher)), rng_(seed) {
+      : dir_(work / "run"), straight_(work / "straight"), logs_(work / "logs"), flags_(fault_schedule_flags(steps)),
+        steps_(steps), kinds_(std::move(kinds)), launcher_(std::move(launcher)), rng_(seed) {
     fs::create_directories(logs_);
   }
 
+  // The whole test: the run never interrupted (in work/straight), then `faults` faults against
+  // work/run, each resumed, and the two ends compared bit for bit (require_same_end). `label`
+  // names the schedule in the summary it prints.
+  void require_ends_as_uninterrupted(int64_t faults, const std::string& label) {
+    const RunResult r = run_shell(launcher_ + " " + ROSETTA_BIN + " train " + flags_ + " --out " + straight_);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    for (int64_t i = 0; i < faults; ++i) next();
+    finish();
+    std::string counts;
+    int64_t total = 0;
+    for (const auto& [kind, n] : applied_) {
+      counts += "\n  " + std::to_string(n) + " x " + kind;
+      total += n;
+    }
+    WARN(label << ": " << total << " faults in " << launches_ << " launches, all resumed:" << counts);
+    REQUIRE(total == faults);
+    require_same_end(dir_, straight_, steps_);
+  }
+
+ private:
   // Applies one fault of a kind drawn from the schedule, then returns; the next fault's launch
   // is the resume after it.
   void next() {
@@ -138,21 +155,6 @@ class FaultSchedule {
     REQUIRE(r.exit_code == 0);
   }
 
-  // "N faults in L launches, all resumed:" and a line per kind; the number of faults in `total`.
-  std::string summary(int64_t& total) const {
-    std::string counts;
-    total = 0;
-    for (const auto& [kind, n] : applied_) {
-      counts += "\n  " + std::to_string(n) + " x " + kind;
-      total += n;
-    }
-    return std::to_string(total) + " faults in " + std::to_string(launches_) + " launches, all resumed:" + counts;
-  }
-
-  const std::string& dir() const { return dir_; }
-  const std::string& flags() const { return flags_; }
-
- private:
   bool job() const { return !launcher_.empty(); }
   std::string newest() const { return dir_ + "/checkpoint.safetensors"; }
   std::string previous() const { return dir_ + "/checkpoint.prev.safetensors"; }
@@ -266,7 +268,7 @@ class FaultSchedule {
     f.write(&c, 1);
   }
 
-  std::string dir_, logs_, flags_;
+  std::string dir_, straight_, logs_, flags_;
   int64_t steps_;
   std::vector<std::string> kinds_;
   std::string launcher_;

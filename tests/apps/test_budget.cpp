@@ -18,6 +18,7 @@ using rosetta::test::checkpoint_step;
 using rosetta::test::read_jsonl;
 using rosetta::test::require_error;
 using rosetta::test::run_rosetta;
+using rosetta::test::tensors_checksum_of;
 namespace fs = std::filesystem;
 
 // A copy-task run of a few hundred updates a second on one thread; validation only at the end.
@@ -33,10 +34,6 @@ std::map<int64_t, double> rates(const std::string& dir) {
   for (const auto& j : read_jsonl(dir + "/metrics.jsonl"))
     if (j["kind"] == "train") out[j["step"].get<int64_t>()] = j["lr"].get<double>();
   return out;
-}
-
-std::string tensors_checksum(const std::string& path) {
-  return rosetta::load_safetensors(path).metadata.at("rosetta.checksum");
 }
 
 // Continues the run in `dir` from the checkpoint before its last (checkpoint.prev.safetensors),
@@ -74,8 +71,8 @@ TEST_CASE("a budget of --max-steps: the rate at the last update is the floor, an
     REQUIRE_THAT(r.output, Catch::Contains("resumed at step 20"));
     REQUIRE(checkpoint_step(dir) == 40);
     REQUIRE(rates(dir) == lr);
-    REQUIRE(tensors_checksum(dir + "/checkpoint.safetensors") == tensors_checksum(straight + "/checkpoint.safetensors"));
-    REQUIRE(tensors_checksum(dir + "/best.safetensors") == tensors_checksum(straight + "/best.safetensors"));
+    REQUIRE(tensors_checksum_of(dir + "/checkpoint.safetensors") == tensors_checksum_of(straight + "/checkpoint.safetensors"));
+    REQUIRE(tensors_checksum_of(dir + "/best.safetensors") == tensors_checksum_of(straight + "/best.safetensors"));
   }
 }
 

@@ -9,7 +9,6 @@
 #include "fault_schedule.h"
 
 using rosetta::test::FaultSchedule;
-using rosetta::test::RunResult;
 using rosetta::test::TempDir;
 using rosetta::test::env_int;
 
@@ -20,17 +19,6 @@ TEST_CASE("a schedule of faults: the run resumes after each and ends as if never
   // most about a dozen updates of progress).
   const int64_t steps = std::max<int64_t>(600, 12 * faults);
   TempDir work("fault_schedule");
-  FaultSchedule schedule(work, seed, steps, FaultSchedule::one_process_kinds());
-  const std::string straight = work / "straight";
-  const RunResult r = rosetta::test::run_rosetta("train " + schedule.flags() + " --out " + straight);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-
-  for (int64_t i = 0; i < faults; ++i) schedule.next();
-  schedule.finish();
-  int64_t total = 0;
-  const std::string summary = schedule.summary(total);
-  WARN("fault schedule (seed " << seed << "): " << summary);
-  REQUIRE(total == faults);
-  rosetta::test::require_same_end(schedule.dir(), straight, steps);
+  FaultSchedule(work, seed, steps, FaultSchedule::one_process_kinds())
+      .require_ends_as_uninterrupted(faults, "fault schedule (seed " + std::to_string(seed) + ")");
 }

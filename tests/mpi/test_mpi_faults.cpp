@@ -11,7 +11,6 @@
 #include "mpi_env.h"
 
 using rosetta::test::FaultSchedule;
-using rosetta::test::RunResult;
 using rosetta::test::TempDir;
 using rosetta::test::env_int;
 
@@ -21,20 +20,7 @@ TEST_CASE("a schedule of faults on 2 ranks: the job resumes after each and ends 
   const int64_t faults = env_int("ROSETTA_MPI_FAULTS", 16);
   const uint64_t seed = uint64_t(env_int("ROSETTA_FAULT_SEED", 1));
   const int64_t steps = std::max<int64_t>(300, 12 * faults);
-  const std::string mpiexec = std::string(ROSETTA_MPIEXEC) + " -n 2";
   TempDir work("mpi_fault_schedule");
-  FaultSchedule schedule(work, seed, steps, FaultSchedule::job_kinds(), mpiexec);
-  const std::string straight = work / "straight";
-  const RunResult r =
-      rosetta::test::run_shell(mpiexec + " " + ROSETTA_BIN + " train " + schedule.flags() + " --out " + straight);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-
-  for (int64_t i = 0; i < faults; ++i) schedule.next();
-  schedule.finish();
-  int64_t total = 0;
-  const std::string summary = schedule.summary(total);
-  WARN("fault schedule on 2 ranks (seed " << seed << "): " << summary);
-  REQUIRE(total == faults);
-  rosetta::test::require_same_end(schedule.dir(), straight, steps);
+  FaultSchedule(work, seed, steps, FaultSchedule::job_kinds(), std::string(ROSETTA_MPIEXEC) + " -n 2")
+      .require_ends_as_uninterrupted(faults, "fault schedule on 2 ranks (seed " + std::to_string(seed) + ")");
 }
