@@ -2,8 +2,10 @@
 #include "rosetta/data/corpus.h"
 
 #include <fstream>
+#include <system_error>
 
 #include "line_reader.h"
+#include "tsv_files.h"
 #include "rosetta/core/check.h"
 #include "rosetta/data/tokenizer.h"
 
@@ -152,6 +154,15 @@ void write_tsv(const std::filesystem::path& path, const std::vector<SentencePair
   }
   out.close();
   ROSETTA_CHECK(!out.fail(), path.string(), ": write failed");
+}
+
+void write_tsv_atomically(const std::filesystem::path& dir, const std::string& name,
+                          const std::vector<SentencePair>& pairs) {
+  const auto tmp = dir / (name + ".tmp");
+  write_tsv(tmp, pairs);
+  std::error_code ec;
+  std::filesystem::rename(tmp, dir / name, ec);
+  ROSETTA_CHECK(!ec, (dir / name).string(), ": cannot replace (", ec.message(), ")");
 }
 
 std::vector<TokenPair> tokenize(const std::vector<SentencePair>& pairs, const Tokenizer& src_tok,

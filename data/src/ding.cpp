@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "line_reader.h"
+#include "tsv_files.h"
 #include "rosetta/core/check.h"
 
 namespace rosetta::data {
@@ -92,16 +93,6 @@ void pair_round_robin(const std::vector<std::string>& de, const std::vector<std:
   if (de.empty() || en.empty()) return;
   const size_t n = std::max(de.size(), en.size());
   for (size_t i = 0; i < n; ++i) out.push_back({de[i % de.size()], en[i % en.size()]});
-}
-
-// Writes `pairs` to dir/name through a temporary file, so a reader never sees half a file.
-void write_atomically(const std::filesystem::path& dir, const std::string& name,
-                      const std::vector<SentencePair>& pairs) {
-  const auto tmp = dir / (name + ".tmp");
-  write_tsv(tmp, pairs);
-  std::error_code ec;
-  std::filesystem::rename(tmp, dir / name, ec);
-  ROSETTA_CHECK(!ec, (dir / name).string(), ": cannot replace (", ec.message(), ")");
 }
 
 }  // namespace
@@ -296,16 +287,16 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   ROSETTA_CHECK(!ec, out_dir.string(), ": cannot create directory (", ec.message(), ")");
-  write_atomically(out_dir, "train.tsv", split.train);
-  write_atomically(out_dir, "valid.tsv", split.valid);
-  write_atomically(out_dir, "test.tsv", split.test);
+  write_tsv_atomically(out_dir, "train.tsv", split.train);
+  write_tsv_atomically(out_dir, "valid.tsv", split.valid);
+  write_tsv_atomically(out_dir, "test.tsv", split.test);
   counts.train = split.train.size();
   counts.valid = split.valid.size();
   counts.test = split.test.size();
   if (o.phrases_) {
     deduplicate(phrases);
     counts.held_out_phrases = remove_held_out_text(split, phrases);
-    write_atomically(out_dir, "phrases.tsv", phrases);
+    write_tsv_atomically(out_dir, "phrases.tsv", phrases);
     counts.phrases = phrases.size();
   }
   return counts;

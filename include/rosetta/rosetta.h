@@ -36,7 +36,9 @@
 #include "rosetta/data/batch.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/data/ding.h"
+#include "rosetta/data/messages.h"
 #include "rosetta/data/metrics.h"
+#include "rosetta/data/mo.h"
 #include "rosetta/data/tokenizer.h"
 
 #include "rosetta/train/train.h"
