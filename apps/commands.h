@@ -7,6 +7,7 @@
 namespace rosetta::cli {
 
 void register_prepare_corpus(CLI::App& app);
+void register_prepare_messages(CLI::App& app);  // pairs from gettext catalogs
 void register_train(CLI::App& app, int argc, char** argv);
 void register_translate(CLI::App& app);
 void register_eval(CLI::App& app);   // eval and score

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   rosetta::cli::register_average(app);
   rosetta::cli::register_report(app);
   rosetta::cli::register_prepare_corpus(app);
+  rosetta::cli::register_prepare_messages(app);
   if (const std::string cmd = unknown_command(app, argc, argv); !cmd.empty()) {
     std::string names;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
