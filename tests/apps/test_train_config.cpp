@@ -49,7 +49,7 @@ TEST_CASE("train config: the model defaults are the default translator's", "[con
   REQUIRE(meta.at("model.ff") == "1024");
   REQUIRE(meta.at("model.encoder_layers") == "2");
   REQUIRE(meta.at("model.decoder_layers") == "2");
-  REQUIRE(meta.at("model.dropout") == "0.29999999999999999");
+  REQUIRE(meta.at("model.dropout") == "0.10000000000000001");
   REQUIRE(meta.at("model.attention_dropout") == meta.at("model.dropout"));
   REQUIRE(meta.at("model.norm_first") == "true");
   REQUIRE(meta.at("model.activation") == "relu");
