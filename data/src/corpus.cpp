@@ -165,6 +165,15 @@ void write_tsv_atomically(const std::filesystem::path& dir, const std::string& n
   ROSETTA_CHECK(!ec, (dir / name).string(), ": cannot replace (", ec.message(), ")");
 }
 
+void write_split_atomically(const std::filesystem::path& dir, const Split& split) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  ROSETTA_CHECK(!ec, dir.string(), ": cannot create directory (", ec.message(), ")");
+  write_tsv_atomically(dir, "train.tsv", split.train);
+  write_tsv_atomically(dir, "valid.tsv", split.valid);
+  write_tsv_atomically(dir, "test.tsv", split.test);
+}
+
 std::vector<TokenPair> tokenize(const std::vector<SentencePair>& pairs, const Tokenizer& src_tok,
                                 const Tokenizer& tgt_tok) {
   std::vector<TokenPair> out(pairs.size());

@@ -284,12 +284,7 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
                 " sentence pairs found, none left for training after ", o.valid_, " valid and ",
                 o.test_, " test sources (is this the Ding de-en file?)");
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  ROSETTA_CHECK(!ec, out_dir.string(), ": cannot create directory (", ec.message(), ")");
-  write_tsv_atomically(out_dir, "train.tsv", split.train);
-  write_tsv_atomically(out_dir, "valid.tsv", split.valid);
-  write_tsv_atomically(out_dir, "test.tsv", split.test);
+  write_split_atomically(out_dir, split);
   counts.train = split.train.size();
   counts.valid = split.valid.size();
   counts.test = split.test.size();

@@ -150,12 +150,7 @@ MessagesCounts prepare_messages_corpus(const std::vector<std::filesystem::path>&
                 " distinct pairs, none left for training after ", o.valid_, " valid and ",
                 o.test_, " test msgids");
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  ROSETTA_CHECK(!ec, out_dir.string(), ": cannot create directory (", ec.message(), ")");
-  write_tsv_atomically(out_dir, "train.tsv", split.train);
-  write_tsv_atomically(out_dir, "valid.tsv", split.valid);
-  write_tsv_atomically(out_dir, "test.tsv", split.test);
+  write_split_atomically(out_dir, split);
   return c;
 }
 

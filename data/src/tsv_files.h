@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rosetta/data/corpus.h"
+#include "rosetta/data/ding.h"  // Split
 
 namespace rosetta::data {
 
@@ -13,5 +14,9 @@ namespace rosetta::data {
 // file and running a builder twice gives the same files.
 void write_tsv_atomically(const std::filesystem::path& dir, const std::string& name,
                           const std::vector<SentencePair>& pairs);
+
+// Creates `dir` and writes the split's train.tsv, valid.tsv and test.tsv there (atomically, as
+// above).
+void write_split_atomically(const std::filesystem::path& dir, const Split& split);
 
 }  // namespace rosetta::data
