@@ -19,17 +19,9 @@ out=$1
 shift
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -n "${ROSETTA_BIN:-}" ]]; then
-  rosetta=$ROSETTA_BIN
-elif [[ ! -x "$root/build/rosetta" && -x "$root/build/apps/rosetta" ]]; then
-  rosetta=$root/build/apps/rosetta  # where CMake puts it unless told otherwise
-else
-  rosetta=$root/build/rosetta
-fi
-if [[ ! -x "$rosetta" ]]; then
-  echo "error: $rosetta not found or not executable (build it, or set ROSETTA_BIN)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/corpus-lib.sh
+source "$root/scripts/corpus-lib.sh"
+find_rosetta "$root"
 
 ding=/usr/share/trans/de-en
 if [[ ! -f "$ding" ]]; then
@@ -38,21 +30,7 @@ if [[ ! -f "$ding" ]]; then
   if [[ ! -f "$ding" ]]; then
     mkdir -p "$cache"
     echo "fetching Debian package trans-de-en into $cache"
-    if ! compgen -G "$cache/trans-de-en_*.deb" > /dev/null; then
-      # apt-get download needs package lists; refresh them if trans-de-en is unknown.
-      if ! apt-cache show trans-de-en > /dev/null 2>&1; then
-        if [[ $(id -u) -ne 0 ]]; then
-          echo "error: apt does not know trans-de-en; run 'sudo apt-get update' first" >&2
-          exit 1
-        fi
-        apt-get update -qq
-      fi
-      # apt-get download writes to the current directory.
-      # As root, apt's _apt sandbox user cannot write into $cache; skip the sandbox warning.
-      sandbox=()
-      [[ $(id -u) -eq 0 ]] && sandbox=(-o APT::Sandbox::User=root)
-      (cd "$cache" && apt-get download -qq "${sandbox[@]}" trans-de-en)
-    fi
+    compgen -G "$cache/trans-de-en_*.deb" > /dev/null || apt_download "$cache" trans-de-en
     debs=("$cache"/trans-de-en_*.deb)
     rm -rf "$cache/trans-de-en.tmp"
     dpkg -x "${debs[-1]}" "$cache/trans-de-en.tmp"

@@ -36,17 +36,9 @@ out=$1
 shift
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -n "${ROSETTA_BIN:-}" ]]; then
-  rosetta=$ROSETTA_BIN
-elif [[ ! -x "$root/build/rosetta" && -x "$root/build/apps/rosetta" ]]; then
-  rosetta=$root/build/apps/rosetta  # where CMake puts it unless told otherwise
-else
-  rosetta=$root/build/rosetta
-fi
-if [[ ! -x "$rosetta" ]]; then
-  echo "error: $rosetta not found or not executable (build it, or set ROSETTA_BIN)" >&2
-  exit 1
-fi
+# shellcheck source=scripts/corpus-lib.sh
+source "$root/scripts/corpus-lib.sh"
+find_rosetta "$root"
 
 cache=${ROSETTA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rosetta}/messages
 mkdir -p "$cache/debs"
@@ -64,19 +56,7 @@ for p in "${packages[@]}"; do
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "fetching ${#missing[@]} Debian packages into $cache/debs"
-  # apt-get download needs package lists; refresh them if a package is unknown.
-  if ! apt-cache show "${missing[@]}" > /dev/null 2>&1; then
-    if [[ $(id -u) -ne 0 ]]; then
-      echo "error: apt does not know one of: ${missing[*]}; run 'sudo apt-get update' first" >&2
-      exit 1
-    fi
-    apt-get update -qq
-  fi
-  # apt-get download writes to the current directory. As root, apt's _apt sandbox user cannot
-  # write into the cache; skip the sandbox (and its warning).
-  sandbox=()
-  [[ $(id -u) -eq 0 ]] && sandbox=(-o APT::Sandbox::User=root)
-  (cd "$cache/debs" && apt-get download -qq "${sandbox[@]}" "${missing[@]}")
+  apt_download "$cache/debs" "${missing[@]}"
 fi
 
 # Unpack every package afresh and keep its German catalogs; SOURCES.txt says where each
