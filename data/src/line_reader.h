@@ -27,6 +27,9 @@ size_t find_invalid_utf8(std::string_view s);
 // Throws "file:line: ..." when `s` holds a NUL byte or invalid UTF-8 (byte offsets 1-based).
 void check_text(std::string_view s, const std::string& file, size_t line);
 
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
+
 // `s` without leading and trailing ASCII whitespace.
 std::string_view trim(std::string_view s);
 

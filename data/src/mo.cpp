@@ -47,19 +47,6 @@ Encoding encoding_of(std::string_view charset) {
   return Encoding::kUnsupported;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 // ISO-8859-1 maps byte b to U+00b; ISO-8859-15 replaces eight of them (the euro sign, Š š Ž ž
 // Œ œ Ÿ).
 std::string to_utf8(std::string_view s, Encoding e) {
