@@ -54,17 +54,6 @@ std::vector<std::string> split_words(std::string_view s) {
   return words;
 }
 
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(s.size());
-  size_t start = 0;
-  for (size_t p = s.find(from); p != std::string_view::npos; p = s.find(from, start)) {
-    out.append(s.substr(start, p - start)).append(to);
-    start = p + from.size();
-  }
-  return out.append(s.substr(start));
-}
-
 // Ding's placeholders (somebody, something, jemand, etwas) mark templates, not sentences.
 bool has_placeholder(std::string_view s) {
   static const std::string_view kMarks[] = {"sb.", "sth.", "jd.", "jdm.", "jdn.", "jds.", "etw."};
@@ -135,8 +124,7 @@ std::string clean_ding_text(std::string_view text, const DingOptions& o) {
     if (!double_dot) out += spaced[i];
   }
   if (o.ascii_apostrophes_) {
-    out = replace_all(out, "\xE2\x80\x99", "'");  // ’
-    out = replace_all(out, "\xE2\x80\x98", "'");  // ‘
+    out = ascii_apostrophes(out);
   }
   return out;
 }

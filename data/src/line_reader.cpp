@@ -71,6 +71,21 @@ void append_utf8(std::string& out, char32_t cp) {
   }
 }
 
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(s.size());
+  size_t start = 0;
+  for (size_t p = s.find(from); p != std::string_view::npos; p = s.find(from, start)) {
+    out.append(s.substr(start, p - start)).append(to);
+    start = p + from.size();
+  }
+  return out.append(s.substr(start));
+}
+
+std::string ascii_apostrophes(std::string_view s) {
+  return replace_all(replace_all(s, "\xE2\x80\x99", "'"), "\xE2\x80\x98", "'");  // ’ ‘
+}
+
 std::string_view trim(std::string_view s) {
   const char* ws = " \t\r\n\f\v";
   const size_t b = s.find_first_not_of(ws);

@@ -30,6 +30,12 @@ void check_text(std::string_view s, const std::string& file, size_t line);
 // Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
 void append_utf8(std::string& out, char32_t cp);
 
+// `s` with every `from` replaced by `to`.
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to);
+
+// `s` with the typographic apostrophes ’ and ‘ made ASCII ' (both corpora do this).
+std::string ascii_apostrophes(std::string_view s);
+
 // `s` without leading and trailing ASCII whitespace.
 std::string_view trim(std::string_view s);
 

@@ -14,7 +14,7 @@ namespace rosetta::data {
 namespace {
 
 // `text` normalised; nullopt when a line break or another control character remains inside.
-std::optional<std::string> normalize(std::string_view text, bool ascii_apostrophes) {
+std::optional<std::string> normalize(std::string_view text, bool apostrophes_to_ascii) {
   const std::string_view t = trim(text);
   std::string out;
   out.reserve(t.size());
@@ -28,15 +28,9 @@ std::optional<std::string> normalize(std::string_view text, bool ascii_apostroph
     if (c < 0x20 || c == 0x7F) return std::nullopt;  // '\n', '\r', escape sequences, ...
     if (space) out += ' ';
     space = false;
-    const std::string_view rest = t.substr(i, 3);
-    if (ascii_apostrophes && (rest == "\xE2\x80\x99" || rest == "\xE2\x80\x98")) {  // ’ ‘
-      out += '\'';
-      i += 2;
-    } else {
-      out += t[i];
-    }
+    out += t[i];
   }
-  return out;
+  return apostrophes_to_ascii ? ascii_apostrophes(out) : out;
 }
 
 }  // namespace
