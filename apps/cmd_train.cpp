@@ -8,6 +8,7 @@
 #include "log.h"
 #include "rosetta/report/report.h"
 #include "rosetta/core/check.h"
+#include "rosetta/translator/recipe.h"
 #include "rosetta/translator/run.h"
 #include "train_config.h"
 #include "layers.h"
@@ -49,7 +50,7 @@ void check_resume_dir(const std::string& dir) {
 
 // Trains as configured, logging to stderr and, once it exists, the run's train.log; on a
 // terminal the training lines are a progress line redrawn in place.
-TrainOutcome train_logged(const TrainConfig& c, const std::string& toml) {
+TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const std::string& recipe_line) {
   setup_logging();  // on stderr until the run directory exists
   auto bar = std::make_shared<ProgressLine>();
   RunHooks hooks;
@@ -62,7 +63,10 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml) {
     spdlog::warn("{}", line);
   };
   if (stderr_is_tty()) hooks.progress = [bar](const std::string& line) { bar->show(line); };
-  hooks.run_dir_ready = [](const RunPaths& run) { setup_logging(run.log()); };
+  hooks.run_dir_ready = [recipe_line](const RunPaths& run) {
+    setup_logging(run.log());
+    if (!recipe_line.empty()) spdlog::info("{}", recipe_line);
+  };
   hooks.validated = [](const RunPaths& run, int64_t step, const TranslationScores& v) {
     try {  // the report follows the run; it never stops training
       if (!v.hyp.empty()) append_translations(run.dir, step, v.src, v.ref, v.hyp);
@@ -96,7 +100,24 @@ void register_train(CLI::App& app, int argc, char** argv) {
   cmd->callback([cmd, config, dump, config_file, resume_config] {
     if (*resume_config) check_resume_dir(config->resume);
     if (!config_file->empty()) apply_config_file(*cmd, *config_file);
+    // A recipe sets the options given neither here nor in --config (a resumed run's config.toml
+    // holds them all).
+    std::string recipe_line;
+    if (config->recipe != "none" && config->resume.empty()) {
+      const translator::Recipe r = translator::choose_recipe(*config);
+      std::string toml, set, kept;
+      for (const auto& [key, value] : r.settings) {
+        const CLI::Option* opt = cmd->get_option("--" + key);
+        const bool given = opt->count() > 0;
+        std::string& list = given ? kept : set;
+        list += (list.empty() ? "" : ", ") + key + " " + (given ? opt->as<std::string>() : value);
+        if (!given) toml += key + "=" + value + "\n";
+      }
+      apply_config_toml(*cmd, toml, "--recipe " + config->recipe);
+      recipe_line = r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept);
+    }
     if (*dump) {
+      if (!recipe_line.empty()) std::cout << "# " << recipe_line << "\n";
       std::cout << cmd->config_to_str(true, true);
       return;
     }
@@ -106,7 +127,7 @@ void register_train(CLI::App& app, int argc, char** argv) {
     if (!c.resume.empty()) c.out = c.resume;
     // The effective configuration, with the run directory filled in.
     std::string toml = cmd->config_to_str(true, false);
-    const TrainOutcome r = train_logged(c, toml);
+    const TrainOutcome r = train_logged(c, toml, recipe_line);
     if (r.stop_reason == "interrupted" && r.root)
       spdlog::info("interrupted at step {}; resume with: rosetta train --resume {}", r.steps, c.out);
   });

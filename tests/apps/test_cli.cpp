@@ -147,6 +147,32 @@ TEST_CASE("the effective config round-trips through TOML", "[cli]") {
   REQUIRE_THAT(over.output, Catch::Contains("heads=4"));
 }
 
+TEST_CASE("--recipe sets the options not given, says so, and a resumed run keeps them", "[cli][recipe]") {
+  TempDir work("recipe");
+  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(300, 1));
+  const std::string data = "train --train " + (work / "train.tsv") + " --valid " + (work / "train.tsv") + " ";
+  RunResult r = run_rosetta(data + "--recipe auto --max-steps 100 --dropout 0.2 --dump-config");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::StartsWith("# recipe small (auto): --max-steps 100 give ~100 updates"));
+  REQUIRE_THAT(r.output, Catch::Contains("; as given: dropout 0.2\n"));
+  REQUIRE_THAT(r.output, Catch::Contains("\nrecipe=\"auto\"\n") && Catch::Contains("\nd-model=256\n") &&
+                             Catch::Contains("\ndropout=0.2\n") && Catch::Contains("\nlabel-smoothing=0.2\n"));
+  // A run: the recipe's line in train.log, its values in config.toml (2 updates: ~2 passes, the
+  // light regularization); the toy flags given win.
+  r = run_rosetta(data + kToyFlags + " --recipe small --max-steps 2 --out " + (work / "run"));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(slurp(work / "run/train.log"), Catch::Contains("recipe small: --max-steps 2 give ~2 updates"));
+  const std::string config = slurp(work / "run/config.toml");
+  REQUIRE_THAT(config, Catch::Contains("\nrecipe=\"small\"\n") && Catch::Contains("\nd-model=32\n") &&
+                           Catch::Contains("\nlabel-smoothing=0.1\n"));
+  r = run_rosetta("train --resume " + (work / "run") + " --max-steps 3");
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, !Catch::Contains("recipe small"));
+  REQUIRE(slurp(work / "run/config.toml") == config);
+  require_error(run_rosetta(data + "--recipe huge --dump-config"), {"--recipe", "huge"});
+}
+
 TEST_CASE("translate keeps empty input lines empty", "[cli]") {
   TempDir dir("empty_lines");
   RunResult r = run_rosetta(std::string("train ") + kCopyFlags + " --max-steps 400 --validate-every 0 --out " + dir.str());

@@ -42,6 +42,10 @@ struct TrainConfig {
   double word_dropout = 0;   // source and decoder-input tokens replaced by unk
   int sp_nbest = 0;          // subword regularization: sample among the n-best segmentations (< 2: off)
   double sp_alpha = 0.2;     // its smoothing: P(segmentation) ~ exp(alpha * log-probability)
+  // A recipe (recipe.h): small | large | auto (chosen by the updates the budget gives) sets the
+  // model, optimisation and regularization options not given otherwise; none: the options alone.
+  // `rosetta train` resolves it before the run and saves the values it set in config.toml.
+  std::string recipe = "none";
   // model: a flag for each option of nn::TransformerOptions (--d-model, --heads, ...; --norm
   // pre|post for norm_first) but those the data sets (the vocabularies, pad_id) and
   // layer_norm_eps.
@@ -160,6 +164,10 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.joint_vocab, C{"joint_vocab", tok, "one vocabulary for source and target"});
   f(c.tokenizer, C{"tokenizer", tok, "unigram or bpe", {"unigram", "bpe"}});
 
+  f(c.recipe, C{"recipe", "Model",
+                "auto, small or large: set the model, optimisation and regularization options not given "
+                "(auto: by the updates the budget gives); none: the options alone",
+                {"none", "auto", "small", "large"}});
   f(c.model, C{"model", "Model", "the options of nn::TransformerOptions"});
 
   f(c.label_smoothing, C{"label_smoothing", opt, "label smoothing"});

@@ -1,0 +1,137 @@
+// Recipes (translator/recipe.h): the settings of small and large, the regularization by the
+// passes a budget gives, the estimate of those passes from the corpus and the budget, and when
+// auto takes the large model.
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "rosetta/core/io.h"
+#include "rosetta/translator/recipe.h"
+#include "support.h"
+
+using namespace rosetta;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, std::string> settings(const translator::Recipe& r) {
+  return {r.settings.begin(), r.settings.end()};
+}
+
+// A TSV of `pairs` pairs whose longer side has 30 bytes: 10 estimated tokens each.
+struct Corpus {
+  fs::path path = fs::temp_directory_path() / ("rosetta-test-recipe-" + std::to_string(::getpid()) + ".tsv");
+  explicit Corpus(int pairs) {
+    std::string text;
+    for (int i = 0; i < pairs; ++i) text += "ein kurzer deutscher Satz " + std::to_string(1000 + i) + "\tshort\n";
+    write_file_atomic(path.string(), text);
+  }
+  ~Corpus() { fs::remove(path); }
+};
+
+translator::TrainConfig config(const Corpus& corpus, const std::string& recipe) {
+  translator::TrainConfig c;
+  c.train = corpus.path.string();
+  c.recipe = recipe;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[train][recipe]") {
+  auto small = settings(translator::recipe_settings("small", 9));
+  CHECK(small["d-model"] == "256");
+  CHECK(small["encoder-layers"] == "2");
+  CHECK(small["activation"] == "\"relu\"");
+  CHECK(small["dropout"] == "0.1");
+  CHECK(small["label-smoothing"] == "0.1");
+  small = settings(translator::recipe_settings("small", translator::kManyPasses));
+  CHECK(small["dropout"] == "0.3");
+  CHECK(small["label-smoothing"] == "0.2");
+  auto large = settings(translator::recipe_settings("large", 40));
+  CHECK(large["d-model"] == "512");
+  CHECK(large["activation"] == "\"gelu\"");
+  CHECK(large["dropout"] == "0.4");
+  CHECK(large["max-tokens"] == "4000");
+  CHECK(settings(translator::recipe_settings("large", 2))["dropout"] == "0.1");
+  CHECK_THROWS_WITH(translator::recipe_settings("huge", 1), Catch::Contains("--recipe huge is not a recipe"));
+  // The large model's update is ~8 of the small one's (5x the FLOPs per token, 1.6x the tokens).
+  CHECK(translator::update_cost("small") == 1.0);
+  CHECK(translator::update_cost("large") > 6);
+  CHECK(translator::update_cost("large") < 10);
+}
+
+TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", "[train][recipe]") {
+  const Corpus corpus(2500);  // 25,000 estimated tokens: 10 updates of 2,500 tokens a pass
+  translator::TrainConfig c = config(corpus, "auto");
+  c.max_steps = 50;  // 5 passes
+  translator::Recipe r = translator::choose_recipe(c);
+  INFO(r.reason);
+  CHECK(r.name == "small");
+  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK_THAT(r.reason, Catch::Contains("--max-steps 50 give ~50 updates, ~5 passes over ~25000 tokens of 2500 pairs"));
+  c.max_steps = 400;  // 40 passes
+  r = translator::choose_recipe(c);
+  CHECK(r.name == "small");
+  CHECK(settings(r)["dropout"] == "0.3");
+  c.max_steps = 0;
+  c.max_epochs = 20;
+  r = translator::choose_recipe(c);
+  CHECK_THAT(r.reason, Catch::Contains("--max-epochs 20 give ~200 updates, ~20 passes"));
+  CHECK(settings(r)["label-smoothing"] == "0.2");
+  c.train_repeat = 2;  // each pass is twice the tokens
+  c.max_epochs = 0;
+  c.max_steps = 100;
+  CHECK_THAT(translator::choose_recipe(c).reason, Catch::Contains("~5 passes over ~50000 tokens"));
+}
+
+TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "[train][recipe]") {
+  const Corpus corpus(2500);
+  translator::TrainConfig c = config(corpus, "auto");
+  c.max_steps = int64_t(translator::kLargeUpdates) - 1;
+  CHECK(translator::choose_recipe(c).name == "small");
+  c.max_steps = int64_t(translator::kLargeUpdates);
+  const translator::Recipe large = translator::choose_recipe(c);
+  CHECK(large.name == "large");
+  CHECK(settings(large)["dropout"] == "0.4");  // 5,000 x 4,000 tokens: 800 passes
+  // A fixed recipe is taken whatever the budget.
+  c.recipe = "small";
+  CHECK(translator::choose_recipe(c).name == "small");
+  // No budget at all (a run to be stopped by hand or early stopping): unlimited updates, the
+  // large model with its strong regularization.
+  c.recipe = "auto";
+  c.max_steps = 0;
+  const translator::Recipe open = translator::choose_recipe(c);
+  CHECK(open.name == "large");
+  CHECK(settings(open)["dropout"] == "0.4");
+  CHECK_THAT(open.reason, Catch::Contains("no budget give unlimited updates, unlimited passes"));
+}
+
+TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") {
+  const Corpus corpus(2500);
+  translator::TrainConfig c = config(corpus, "auto");
+  c.vocab_size = 200;  // a quick probe
+  c.threads = 1;
+  c.max_time = "2s";
+  const translator::Recipe r = translator::choose_recipe(c);
+  INFO(r.reason);
+  CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
+  CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
+  CHECK(settings(r)["dropout"] == "0.1");  // nor 16 passes
+  // Each process of a job would time its own machine and could choose differently.
+  c.distributed = true;
+  CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("give --max-steps"));
+  c.max_steps = 100;
+  CHECK_NOTHROW(translator::choose_recipe(c));
+}
+
+TEST_CASE("choose_recipe refuses none and names a corpus it cannot read", "[train][recipe]") {
+  const Corpus corpus(10);
+  translator::TrainConfig c = config(corpus, "none");
+  CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("--recipe none"));
+  c.recipe = "auto";
+  c.train = "/nonexistent/train.tsv";
+  CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("/nonexistent/train.tsv"));
+}

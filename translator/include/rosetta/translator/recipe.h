@@ -1,0 +1,66 @@
+// Recipes (`rosetta train --recipe`): the model, optimisation and regularization settings of a
+// run, chosen by the training its budget gives. Two sizes:
+//
+//   small  d_model 256, 4 heads, FF 1024, 2+2 layers, ReLU, Adam 2e-3, 300 warm-up updates,
+//          2,500-token batches (the defaults of `rosetta train`)
+//   large  d_model 512, 8 heads, FF 2048, 3+3 layers, GELU, Adam 1e-3, 1,500 warm-up updates,
+//          4,000-token batches
+//
+// and the regularization by the passes over the training corpus the budget gives: dropout 0.1
+// and label smoothing 0.1 for few passes; dropout 0.3 (large: 0.4) and label smoothing 0.2 for
+// many (at least kManyPasses). `auto` takes the large model only when its budget reaches
+// kLargeUpdates updates. Where the numbers come from: README, "Recipes".
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rosetta/translator/config.h"
+
+namespace rosetta::translator {
+
+// Measured at the updates 13 minutes give on 2 cores: on Ding (18k pairs, ~29 passes) dropout
+// 0.3 and smoothing 0.2 beat 0.1 and 0.1 by 1.1 valid BLEU; on the messages corpus (56k pairs,
+// ~9 passes) they lost 9.6. The threshold lies between (their geometric mean).
+inline constexpr double kManyPasses = 16;
+// The large recipe's plateau on Ding (a GPU sweep, README): ~5,000 updates; with fewer, the
+// small recipe's extra updates win.
+inline constexpr double kLargeUpdates = 5000;
+
+// What a budget gives a recipe.
+struct RecipeBudget {
+  double updates = 0;  // the updates of the budget (infinite: none)
+  double passes = 0;   // over the training corpus (infinite: no budget)
+};
+
+struct Recipe {
+  std::string name;  // small | large
+  // TrainConfig options (config.toml's keys, `rosetta train` flags without the dashes) and their
+  // values as TOML writes them, strings quoted: {"d-model", "256"}, {"activation", "\"relu\""}.
+  std::vector<std::pair<std::string, std::string>> settings;
+  // For the log: the estimate and the rule that chose (without the settings).
+  std::string reason;
+};
+
+// The settings of recipe `name` (small | large) for a budget of `passes` over the corpus (the
+// regularization); `reason` is left empty. Throws naming --recipe for another name.
+Recipe recipe_settings(const std::string& name, double passes);
+
+// --recipe auto, small or large for configuration `c`: reads its training corpus (its size, in
+// tokens estimated from the bytes) and estimates the updates of its budget: --max-steps, the
+// updates of --max-epochs, or, with --max-time, the updates per second of the small model timed
+// here for a few updates on synthetic batches (about a second on 2 cores; threads and precision
+// as `c` sets them). Throws for --recipe none, a corpus that cannot be read, and --max-time
+// alone in a job of several processes (each would time its own machine: give --max-steps).
+Recipe choose_recipe(const TrainConfig& c);
+
+// The training tokens of a corpus of `bytes` (the longer side of each pair, summed): the
+// 5,000-piece vocabularies take ~3 bytes per padded batch token on both measured corpora.
+double estimated_tokens(double bytes);
+
+// The training FLOPs of one update of recipe `name` relative to one of the small recipe's
+// (large: ~8x), from their FLOPs per token and batch sizes.
+double update_cost(const std::string& name);
+
+}  // namespace rosetta::translator

@@ -1,0 +1,190 @@
+#include "rosetta/translator/recipe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "rosetta/autograd/functions.h"
+#include "rosetta/core/check.h"
+#include "rosetta/core/cpu.h"
+#include "rosetta/data/corpus.h"
+#include "rosetta/nn/transformer.h"
+#include "rosetta/optim/optim.h"
+#include "rosetta/train/process_group.h"
+#include "rosetta/train/replicas.h"
+#include "rosetta/train/trainer.h"
+
+namespace rosetta::translator {
+
+using rosetta::detail::concat;
+
+namespace {
+
+struct Shape {
+  int64_t d, heads, ff, encoder_layers, decoder_layers, max_tokens, warmup;
+  const char* activation;
+  double lr;
+};
+
+Shape shape_of(const std::string& name) {
+  if (name == "small") return {256, 4, 1024, 2, 2, 2500, 300, "relu", 2e-3};
+  if (name == "large") return {512, 8, 2048, 3, 3, 4000, 1500, "gelu", 1e-3};
+  ROSETTA_FAIL("--recipe ", name, " is not a recipe (auto, small, large or none)");
+}
+
+// Training FLOPs per token pair (a source and a target token), in units that cancel: the
+// products of the layers and the output projection over a 5,000-piece vocabulary.
+double flops_per_token(const Shape& s) {
+  const double d = double(s.d), f = double(s.ff);
+  const double encoder = 8 * d * d + 4 * d * f;       // attention projections, feed-forward
+  const double decoder = 16 * d * d + 4 * d * f;      // self and cross attention, feed-forward
+  return double(s.encoder_layers) * encoder + double(s.decoder_layers) * decoder + 2 * d * 5000;
+}
+
+// Seconds per update of the small recipe's model on this machine: a few updates of a synthetic
+// batch of its token budget (pairs of 16 tokens a side), timed after one to warm up.
+double small_update_seconds(const TrainConfig& c) {
+  const Shape s = shape_of("small");
+  const int64_t len = 16, rows = s.max_tokens / len;
+  const MatmulPrecisionScope precision(resolve_precision(c.precision));
+  const int saved_threads = get_num_threads();
+  if (c.threads > 0) set_num_threads(c.threads);
+  const nn::TransformerOptions options = nn::TransformerOptions()
+                                             .src_vocab(c.vocab_size)
+                                             .tgt_vocab(c.vocab_size)
+                                             .d_model(s.d)
+                                             .heads(s.heads)
+                                             .ff(s.ff)
+                                             .encoder_layers(s.encoder_layers)
+                                             .decoder_layers(s.decoder_layers)
+                                             .dropout(0.1)
+                                             .share_embeddings(true)
+                                             .tie_output(true);
+  Generator g(0);
+  nn::Transformer model(options, g);
+  model.train();
+  optim::AdamOptions ao;
+  ao.lr = s.lr;
+  optim::Adam opt(model.parameters(), ao);
+  const train::ThreadPlan plan = train::thread_plan_for_flag(c.replicas, s.max_tokens, s.d);
+  train::Trainer trainer(model, opt, train::TrainerOptions().replicas(plan.replicas).replica_threads(plan.inner_threads),
+                         [&options] {
+                           Generator init(0);
+                           return std::make_unique<nn::Transformer>(options, init);
+                         });
+  const Tensor src = g.randint({rows, len}, 4, int32_t(c.vocab_size));
+  const Tensor tgt = g.randint({rows, len + 1}, 4, int32_t(c.vocab_size));
+  const Tensor tgt_in = tgt.narrow(1, 0, len).contiguous(), tgt_out = tgt.narrow(1, 1, len).contiguous();
+  const auto loss = [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
+    const Var logits = static_cast<nn::Transformer&>(m).forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0));
+    return train::ShardLoss{cross_entropy(logits, tgt_out.narrow(0, b0, b1 - b0), 0.1, 0), (b1 - b0) * len};
+  };
+  using clock = std::chrono::steady_clock;
+  trainer.step({rows}, rows * len, loss);
+  const int timed = 3;
+  const auto t0 = clock::now();
+  for (int i = 0; i < timed; ++i) trainer.step({rows}, rows * len, loss);
+  const double seconds = std::chrono::duration<double>(clock::now() - t0).count() / timed;
+  set_num_threads(saved_threads);
+  return seconds;
+}
+
+// Where the budget comes from, and the small recipe's seconds per update when it is time.
+struct BudgetSource {
+  std::string how = "no budget";
+  double small_seconds = 0;  // timed for --max-time (0: not timed)
+};
+
+BudgetSource budget_source(const TrainConfig& c) {
+  BudgetSource s;
+  // Each process of a job would time its own machine and could choose differently: a job
+  // goes by --max-steps.
+  const bool job = c.distributed || train::launched_size() > 1;
+  ROSETTA_CHECK(!job || c.max_time_seconds() == 0 || c.max_steps > 0, "--recipe ", c.recipe,
+                " with --max-time alone times this machine, and each process of a job could choose differently:"
+                " give --max-steps (or a fixed --recipe small or large)");
+  if (c.max_time_seconds() > 0 && !job) s.small_seconds = small_update_seconds(c);
+  return s;
+}
+
+// What the budget of `c` gives recipe `name` over a corpus of `tokens`; names its limit in `how`.
+RecipeBudget budget_for(const std::string& name, const TrainConfig& c, double tokens, const BudgetSource& source,
+                        std::string* how) {
+  const double per_update = double(shape_of(name).max_tokens);
+  RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  if (how) *how = source.how;
+  const auto limit = [&](double updates, const std::string& what) {
+    if (updates >= b.updates) return;
+    b.updates = updates;
+    if (how) *how = what;
+  };
+  if (c.max_epochs > 0) limit(double(c.max_epochs) * tokens / per_update, concat("--max-epochs ", c.max_epochs));
+  // 5% of the time goes to validations and checkpoints (the 13-minute Ding run: 4.2 updates/s in
+  // all, against 4.4 in its training lines).
+  if (source.small_seconds > 0)
+    limit(0.95 * c.max_time_seconds() / (source.small_seconds * update_cost(name)),
+          concat("--max-time ", c.max_time, " at ", std::round(10 / source.small_seconds) / 10,
+                 " updates/s of the small model (timed here)"));
+  if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps));
+  if (std::isfinite(b.updates)) b.passes = b.updates * per_update / tokens;
+  return b;
+}
+
+std::string format_count(double x) {
+  if (!std::isfinite(x)) return "unlimited";
+  return concat("~", std::llround(x));
+}
+
+}  // namespace
+
+double estimated_tokens(double bytes) { return bytes / 3; }
+
+double update_cost(const std::string& name) {
+  const Shape s = shape_of(name), small = shape_of("small");
+  return flops_per_token(s) * double(s.max_tokens) / (flops_per_token(small) * double(small.max_tokens));
+}
+
+Recipe recipe_settings(const std::string& name, double passes) {
+  const Shape s = shape_of(name);
+  const bool many = passes >= kManyPasses;
+  const double dropout = many ? (name == "large" ? 0.4 : 0.3) : 0.1;
+  const double smoothing = many ? 0.2 : 0.1;
+  Recipe r;
+  r.name = name;
+  r.settings = {{"d-model", concat(s.d)},
+                {"heads", concat(s.heads)},
+                {"ff", concat(s.ff)},
+                {"encoder-layers", concat(s.encoder_layers)},
+                {"decoder-layers", concat(s.decoder_layers)},
+                {"activation", concat('"', s.activation, '"')},
+                {"dropout", concat(dropout)},
+                {"label-smoothing", concat(smoothing)},
+                {"lr", concat(s.lr)},
+                {"warmup", concat(s.warmup)},
+                {"max-tokens", concat(s.max_tokens)}};
+  return r;
+}
+
+Recipe choose_recipe(const TrainConfig& c) {
+  ROSETTA_CHECK(c.recipe != "none", "--recipe none: the options as given, no recipe to choose");
+  if (c.recipe != "auto") shape_of(c.recipe);  // a known name
+  const data::Corpus corpus = c.train.empty() ? data::read_aligned(c.src, c.tgt) : data::read_tsv(c.train);
+  double bytes = 0;
+  for (const data::SentencePair& p : corpus.pairs) bytes += double(std::max(p.src.size(), p.tgt.size()));
+  const double tokens = std::max(1.0, estimated_tokens(bytes * double(c.train_repeat)));
+  const BudgetSource source = budget_source(c);
+  std::string how;
+  const RecipeBudget large = budget_for("large", c, tokens, source, nullptr);
+  const std::string name = c.recipe != "auto" ? c.recipe : large.updates >= kLargeUpdates ? "large" : "small";
+  const RecipeBudget b = budget_for(name, c, tokens, source, &how);
+  Recipe r = recipe_settings(name, b.passes);
+  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
+                    " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
+                    corpus.pairs.size(), " pairs (the large recipe: ", format_count(large.updates),
+                    " updates; it needs ", int64_t(kLargeUpdates), ")");
+  return r;
+}
+
+}  // namespace rosetta::translator
