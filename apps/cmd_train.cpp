@@ -82,6 +82,23 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const s
   return r;
 }
 
+// --recipe (translator/recipe.h): sets the options given neither on the command line nor in
+// --config; returns the line for the log (empty for --recipe none).
+std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
+  if (config.recipe == "none") return "";
+  const translator::Recipe r = translator::choose_recipe(config);
+  std::string toml, set, kept;
+  for (const auto& [key, value] : r.settings) {
+    const CLI::Option* opt = cmd.get_option("--" + key);
+    const bool given = opt->count() > 0;
+    std::string& list = given ? kept : set;
+    list += (list.empty() ? "" : ", ") + key + " " + (given ? opt->as<std::string>() : value);
+    if (!given) toml += key + "=" + value + "\n";
+  }
+  apply_config_toml(cmd, toml, "--recipe " + config.recipe);
+  return r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept);
+}
+
 }  // namespace
 
 void register_train(CLI::App& app, int argc, char** argv) {
@@ -100,22 +117,8 @@ void register_train(CLI::App& app, int argc, char** argv) {
   cmd->callback([cmd, config, dump, config_file, resume_config] {
     if (*resume_config) check_resume_dir(config->resume);
     if (!config_file->empty()) apply_config_file(*cmd, *config_file);
-    // A recipe sets the options given neither here nor in --config (a resumed run's config.toml
-    // holds them all).
-    std::string recipe_line;
-    if (config->recipe != "none" && config->resume.empty()) {
-      const translator::Recipe r = translator::choose_recipe(*config);
-      std::string toml, set, kept;
-      for (const auto& [key, value] : r.settings) {
-        const CLI::Option* opt = cmd->get_option("--" + key);
-        const bool given = opt->count() > 0;
-        std::string& list = given ? kept : set;
-        list += (list.empty() ? "" : ", ") + key + " " + (given ? opt->as<std::string>() : value);
-        if (!given) toml += key + "=" + value + "\n";
-      }
-      apply_config_toml(*cmd, toml, "--recipe " + config->recipe);
-      recipe_line = r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept);
-    }
+    // A resumed run's config.toml holds every option: its recipe has nothing left to set.
+    const std::string recipe_line = config->resume.empty() ? apply_recipe(*cmd, *config) : "";
     if (*dump) {
       if (!recipe_line.empty()) std::cout << "# " << recipe_line << "\n";
       std::cout << cmd->config_to_str(true, true);
