@@ -147,7 +147,7 @@ TEST_CASE("the effective config round-trips through TOML", "[cli]") {
   REQUIRE_THAT(over.output, Catch::Contains("heads=4"));
 }
 
-TEST_CASE("--recipe sets the options not given, says so, and a resumed run keeps them", "[cli][recipe]") {
+TEST_CASE("a recipe (--recipe) sets the options not given, says so, and a resumed run keeps them", "[cli][recipe]") {
   TempDir work("recipe");
   rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(300, 1));
   const std::string data = "train --train " + (work / "train.tsv") + " --valid " + (work / "train.tsv") + " ";
