@@ -22,14 +22,26 @@ using rosetta::detail::concat;
 
 namespace {
 
+// What a budget gives a recipe.
+struct RecipeBudget {
+  double updates = 0;  // the updates of the budget (infinite: none)
+  double passes = 0;   // over the training corpus (infinite: no budget)
+};
+
 struct Shape {
   int64_t d, heads, ff, encoder_layers, decoder_layers, max_tokens, warmup;
-  const char* activation;
+  std::string activation;
   double lr;
 };
 
+// small: the defaults of TrainConfig.
 Shape shape_of(const std::string& name) {
-  if (name == "small") return {256, 4, 1024, 2, 2, 2500, 300, "relu", 2e-3};
+  if (name == "small") {
+    const TrainConfig c;
+    const nn::TransformerOptions& m = c.model;
+    return {m.d_model(), m.heads(),  m.ff(), m.encoder_layers(), m.decoder_layers(), c.max_tokens,
+            c.warmup_spec().updates, m.activation(), c.lr};
+  }
   if (name == "large") return {512, 8, 2048, 3, 3, 4000, 1500, "gelu", 1e-3};
   ROSETTA_FAIL("--recipe ", name, " is not a recipe (auto, small, large or none)");
 }
@@ -51,17 +63,7 @@ double small_update_seconds(const TrainConfig& c) {
   const MatmulPrecisionScope precision(resolve_precision(c.precision));
   const int saved_threads = get_num_threads();
   if (c.threads > 0) set_num_threads(c.threads);
-  const nn::TransformerOptions options = nn::TransformerOptions()
-                                             .src_vocab(c.vocab_size)
-                                             .tgt_vocab(c.vocab_size)
-                                             .d_model(s.d)
-                                             .heads(s.heads)
-                                             .ff(s.ff)
-                                             .encoder_layers(s.encoder_layers)
-                                             .decoder_layers(s.decoder_layers)
-                                             .dropout(0.1)
-                                             .share_embeddings(true)
-                                             .tie_output(true);
+  const nn::TransformerOptions options = TrainConfig().model_options(c.vocab_size, c.vocab_size);  // small's
   Generator g(0);
   nn::Transformer model(options, g);
   model.train();

@@ -29,12 +29,6 @@ inline constexpr double kManyPasses = 16;
 // small recipe's extra updates win.
 inline constexpr double kLargeUpdates = 5000;
 
-// What a budget gives a recipe.
-struct RecipeBudget {
-  double updates = 0;  // the updates of the budget (infinite: none)
-  double passes = 0;   // over the training corpus (infinite: no budget)
-};
-
 struct Recipe {
   std::string name;  // small | large
   // TrainConfig options (config.toml's keys, `rosetta train` flags without the dashes) and their
