@@ -15,6 +15,7 @@
 #include "rosetta/core/cpu.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
+#include "rosetta/translator/synthetic.h"
 
 namespace rosetta::cli {
 
@@ -81,29 +82,15 @@ struct BenchArgs {
 };
 
 void bench_train(const BenchArgs& a, const Preset& p) {
-  Generator g(0);
-  nn::Transformer model(model_options(p, 0.1), g);
-  model.train();
   optim::AdamOptions ao;
   ao.lr = 1e-4;
   ao.beta1 = 0.9;
   ao.beta2 = 0.98;
   ao.eps = 1e-9;
-  optim::Adam opt(model.parameters(), ao);
-  const Tensor src = g.randint({p.batch, p.src_len}, 1, int32_t(p.vocab));
-  const Tensor tgt = g.randint({p.batch, p.tgt_len + 1}, 1, int32_t(p.vocab));
-
   // The batch in one shard per replica (the whole batch when there is one): the training
   // step of rosetta train (train::Trainer), without clipping.
-  const ThreadPlan plan = thread_plan_for_flag(a.replicas, p.batch * p.tgt_len, p.d);
-  const int n = plan.replicas;
-  const nn::TransformerOptions options = model.options();
-  Trainer trainer(model, opt, TrainerOptions().replicas(n).replica_threads(plan.inner_threads).clip(0), [&options] {
-    Generator init(0);
-    return std::make_unique<nn::Transformer>(options, init);
-  });
-  const Tensor tgt_in = tgt.narrow(1, 0, p.tgt_len).contiguous();
-  const Tensor tgt_out = tgt.narrow(1, 1, p.tgt_len).contiguous();
+  translator::SyntheticTraining training(model_options(p, 0.1), ao, {p.batch, p.src_len, p.tgt_len}, a.replicas);
+  const ThreadPlan plan = training.plan();
 
   std::vector<double> times;
   double loss_value = 0;
@@ -111,12 +98,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     if (step == a.warmup) steady = allocator_stats();
     const double t0 = now();
-    const StepResult r = trainer.step({p.batch}, p.batch * p.tgt_len, [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
-      const Var logits = static_cast<nn::Transformer&>(m).forward(src.narrow(0, b0, b1 - b0),
-                                                                   tgt_in.narrow(0, b0, b1 - b0));
-      return ShardLoss{cross_entropy(logits, tgt_out.narrow(0, b0, b1 - b0), 0.1, 0), (b1 - b0) * p.tgt_len};
-    });
-    loss_value = r.loss;
+    loss_value = training.step().loss;
     if (step >= a.warmup) times.push_back(now() - t0);
   }
   const AllocatorStats end = allocator_stats();
@@ -129,7 +111,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   nlohmann::json j{{"system", std::string("rosetta-") + ROSETTA_VERSION},
                    {"preset", a.preset},
                    {"threads", get_num_threads()},
-                   {"params", model.parameter_count()},
+                   {"params", training.model().parameter_count()},
                    {"step_s_median", std::round(med * 1e4) / 1e4},
                    {"tgt_tokens_per_s", std::round(double(p.batch * p.tgt_len) / med * 10) / 10},
                    {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
@@ -143,7 +125,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"isa", cpu_isa_name()},
                    {"blas_core", blas_core_name()},
                    {"kernels", kernels_summary()},
-                   {"replicas", n},
+                   {"replicas", plan.replicas},
                    {"replica_threads", plan.inner_threads},
                    {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
   std::cout << j.dump() << std::endl;

@@ -4,17 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <memory>
 
-#include "rosetta/autograd/functions.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/data/corpus.h"
 #include "rosetta/nn/transformer.h"
 #include "rosetta/optim/optim.h"
 #include "rosetta/train/process_group.h"
-#include "rosetta/train/replicas.h"
-#include "rosetta/train/trainer.h"
+#include "rosetta/translator/synthetic.h"
 
 namespace rosetta::translator {
 
@@ -59,38 +56,22 @@ double flops_per_token(const Shape& s) {
 // batch of its token budget (pairs of 16 tokens a side), timed after one to warm up.
 double small_update_seconds(const TrainConfig& c) {
   const Shape s = shape_of("small");
-  const int64_t len = 16, rows = s.max_tokens / len;
+  const int64_t len = 16;
   const MatmulPrecisionScope precision(resolve_precision(c.precision));
-  const int saved_threads = get_num_threads();
+  struct Threads {  // --threads for the probe, and back again however it ends
+    int saved = get_num_threads();
+    ~Threads() { set_num_threads(saved); }
+  } threads;
   if (c.threads > 0) set_num_threads(c.threads);
-  const nn::TransformerOptions options = TrainConfig().model_options(c.vocab_size, c.vocab_size);  // small's
-  Generator g(0);
-  nn::Transformer model(options, g);
-  model.train();
   optim::AdamOptions ao;
   ao.lr = s.lr;
-  optim::Adam opt(model.parameters(), ao);
-  const train::ThreadPlan plan = train::thread_plan_for_flag(c.replicas, s.max_tokens, s.d);
-  train::Trainer trainer(model, opt, train::TrainerOptions().replicas(plan.replicas).replica_threads(plan.inner_threads),
-                         [&options] {
-                           Generator init(0);
-                           return std::make_unique<nn::Transformer>(options, init);
-                         });
-  const Tensor src = g.randint({rows, len}, 4, int32_t(c.vocab_size));
-  const Tensor tgt = g.randint({rows, len + 1}, 4, int32_t(c.vocab_size));
-  const Tensor tgt_in = tgt.narrow(1, 0, len).contiguous(), tgt_out = tgt.narrow(1, 1, len).contiguous();
-  const auto loss = [&](nn::Module& m, size_t, int64_t b0, int64_t b1) {
-    const Var logits = static_cast<nn::Transformer&>(m).forward(src.narrow(0, b0, b1 - b0), tgt_in.narrow(0, b0, b1 - b0));
-    return train::ShardLoss{cross_entropy(logits, tgt_out.narrow(0, b0, b1 - b0), 0.1, 0), (b1 - b0) * len};
-  };
-  using clock = std::chrono::steady_clock;
-  trainer.step({rows}, rows * len, loss);
+  SyntheticTraining training(TrainConfig().model_options(c.vocab_size, c.vocab_size), ao,
+                             {s.max_tokens / len, len, len}, c.replicas);
+  training.step();
   const int timed = 3;
-  const auto t0 = clock::now();
-  for (int i = 0; i < timed; ++i) trainer.step({rows}, rows * len, loss);
-  const double seconds = std::chrono::duration<double>(clock::now() - t0).count() / timed;
-  set_num_threads(saved_threads);
-  return seconds;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < timed; ++i) training.step();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / timed;
 }
 
 // Where the budget comes from, and the small recipe's seconds per update when it is time.
