@@ -114,6 +114,30 @@ TEST_CASE("a toy corpus trains, checkpoints, resumes identically, translates and
   }
 }
 
+TEST_CASE("bench times a preset's training step and names its kernels and roofs", "[cli][bench]") {
+  const RunResult r = run_rosetta("bench --preset tiny --threads 1 --steps 2 --warmup 1 --precision fp32");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.output.substr(r.output.rfind('{')));
+  CHECK(j["preset"] == "tiny");
+  CHECK(j["precision"] == "fp32");
+  CHECK(j["threads"] == 1);
+  CHECK(j["replicas"] == 1);
+  CHECK(j["params"].get<int64_t>() > 100000);
+  // A random batch over 1,000 tokens starts near ln(1000) = 6.9.
+  CHECK(j["final_loss"].get<double>() > 5.5);
+  CHECK(j["final_loss"].get<double>() < 8.0);
+  CHECK(j["step_s_median"].get<double>() > 0);
+  CHECK(j["sgemm_peak_gflops"].get<double>() > 0);
+  CHECK(j["mfu"].get<double>() > 0);
+  CHECK(j["steady_state_system_allocs"] == 0);
+  CHECK(!j["kernels"].get<std::string>().empty());
+
+  const RunResult bad = run_rosetta("bench --preset huge");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("huge") != std::string::npos);
+}
+
 TEST_CASE("score matches known BLEU and chrF values", "[cli]") {
   TempDir dir("score");
   // sacreBLEU's README example (BLEU 48.53, chrF2 59.73 with two reference streams); with the
