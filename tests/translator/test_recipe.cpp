@@ -47,13 +47,15 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(small["activation"] == "\"relu\"");
   CHECK(small["dropout"] == "0.1");
   CHECK(small["label-smoothing"] == "0.1");
+  CHECK(small["best-metric"] == "\"bleu\"");
   small = settings(translator::recipe_settings("small", translator::kManyPasses));
-  CHECK(small["dropout"] == "0.3");
-  CHECK(small["label-smoothing"] == "0.2");
+  CHECK(small["dropout"] == "0.2");
+  CHECK(small["label-smoothing"] == "0.1");
   auto large = settings(translator::recipe_settings("large", 40));
   CHECK(large["d-model"] == "512");
   CHECK(large["activation"] == "\"gelu\"");
   CHECK(large["dropout"] == "0.4");
+  CHECK(large["label-smoothing"] == "0.2");
   CHECK(large["max-tokens"] == "4000");
   CHECK(settings(translator::recipe_settings("large", 2))["dropout"] == "0.1");
   CHECK_THROWS_WITH(translator::recipe_settings("huge", 1), Catch::Contains("--recipe huge is not a recipe"));
@@ -75,12 +77,17 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   c.max_steps = 400;  // 40 passes
   r = translator::choose_recipe(c);
   CHECK(r.name == "small");
-  CHECK(settings(r)["dropout"] == "0.3");
+  CHECK(settings(r)["dropout"] == "0.2");
   c.max_steps = 0;
   c.max_epochs = 20;
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 20 give ~200 updates, ~20 passes"));
-  CHECK(settings(r)["label-smoothing"] == "0.2");
+  CHECK(settings(r)["dropout"] == "0.2");
+  CHECK(settings(r)["label-smoothing"] == "0.1");
+  CHECK(settings(r)["best-metric"] == "\"bleu\"");
+  c.valid_bleu_sentences = 0;  // no validation BLEU: best.safetensors stays by loss
+  CHECK(settings(translator::choose_recipe(c)).count("best-metric") == 0);
+  c.valid_bleu_sentences = 300;
   c.train_repeat = 2;  // each pass is twice the tokens
   c.max_epochs = 0;
   c.max_steps = 100;

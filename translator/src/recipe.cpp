@@ -131,9 +131,9 @@ double update_cost(const std::string& name) {
 
 Recipe recipe_settings(const std::string& name, double passes) {
   const Shape s = shape_of(name);
-  const bool many = passes >= kManyPasses;
-  const double dropout = many ? (name == "large" ? 0.4 : 0.3) : 0.1;
-  const double smoothing = many ? 0.2 : 0.1;
+  const bool many = passes >= kManyPasses, large = name == "large";
+  const double dropout = !many ? 0.1 : large ? 0.4 : 0.2;
+  const double smoothing = many && large ? 0.2 : 0.1;
   Recipe r;
   r.name = name;
   r.settings = {{"d-model", concat(s.d)},
@@ -146,7 +146,8 @@ Recipe recipe_settings(const std::string& name, double passes) {
                 {"label-smoothing", concat(smoothing)},
                 {"lr", concat(s.lr)},
                 {"warmup", concat(s.warmup)},
-                {"max-tokens", concat(s.max_tokens)}};
+                {"max-tokens", concat(s.max_tokens)},
+                {"best-metric", "\"bleu\""}};
   return r;
 }
 
@@ -163,6 +164,9 @@ Recipe choose_recipe(const TrainConfig& c) {
   const std::string name = c.recipe != "auto" ? c.recipe : large.updates >= kLargeUpdates ? "large" : "small";
   const RecipeBudget b = budget_for(name, c, tokens, source, &how);
   Recipe r = recipe_settings(name, b.passes);
+  // Without validation translations there is no BLEU to keep the best weights by.
+  if (c.valid_bleu_sentences == 0)
+    std::erase_if(r.settings, [](const auto& kv) { return kv.first == "best-metric"; });
   r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
                     " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
                     corpus.pairs.size(), " pairs (the large recipe: ", format_count(large.updates),
