@@ -52,6 +52,5 @@ train::StepResult SyntheticTraining::step() {
 
 const nn::Transformer& SyntheticTraining::model() const { return s_->model; }
 const train::ThreadPlan& SyntheticTraining::plan() const { return s_->plan; }
-int64_t SyntheticTraining::target_tokens() const { return s_->batch.rows * s_->batch.tgt_len; }
 
 }  // namespace rosetta::translator

@@ -35,7 +35,6 @@ class SyntheticTraining {
   train::StepResult step();
   const nn::Transformer& model() const;
   const train::ThreadPlan& plan() const;
-  int64_t target_tokens() const;
 
  private:
   struct State;
