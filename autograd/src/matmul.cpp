@@ -86,8 +86,12 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
            const Tensor dy = rows(dy_in);
            GradDest dx = n.grad_dest(0), dw = n.grad_dest(1), db = n.grad_dest(2);
            if (dx.out.defined()) mm_into(rows(dx.out), dy, sw.get(), 1.0, dx.beta);
-           if (dw.out.defined()) mm_into(dw.out, dy.transpose(0, 1), sx.get(), 1.0, dw.beta);
-           expand_backward(dy, db);
+           if (!dw.out.defined() || dw.out.strides().back() == 1) {
+             linear_param_grads(dy, sx.get(), dw, db);
+           } else {
+             mm_into(dw.out, dy.transpose(0, 1), sx.get(), 1.0, dw.beta);
+             expand_backward(dy, db);
+           }
            dx.commit();
            dw.commit();
            db.commit();

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "rosetta/core/cpu.h"
 
@@ -119,9 +120,10 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
 // words [p][j] (a row of W words per k pair), zero past kc and w. X is k-major (element at
 // src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
 // read row by row across all panels (two rows per k pair), a j-major one panel by panel,
-// 16 columns x 32 k at a time through a 16 x 16 word transpose.
+// 16 columns x 32 k at a time through a 16 x 16 word transpose. With `sums` (k-major X only),
+// sums[j] += the kc fp32 values of column j, as they are read.
 ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, int64_t kc, int64_t w, int W,
-                                    uint32_t* out) {
+                                    uint32_t* out, float* sums = nullptr) {
   const int64_t kp = (kc + 1) / 2, panels = (w + W - 1) / W;
   if (k_major) {
     for (int64_t p = 0; p < kp; ++p) {
@@ -130,10 +132,15 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
       for (int64_t q = 0; q < panels; ++q)
         for (int j0 = 0; j0 < W; j0 += 16) {
           const int64_t j = q * W + j0, wj = std::clamp<int64_t>(w - j, 0, 16);
-          const __mmask16 load = first(wj);
+          const __mmask16 load = first(wj), own = first(W - j0);
           const __m512 lo = _mm512_maskz_loadu_ps(load, r0 + j);
           const __m512 hi = odd_tail ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(load, r0 + ld + j);
-          _mm512_mask_storeu_epi32(out + q * kp * W + p * W + j0, first(W - j0), pair_words(lo, hi));
+          _mm512_mask_storeu_epi32(out + q * kp * W + p * W + j0, own, pair_words(lo, hi));
+          if (sums) {  // this panel's columns only (a load may reach into the next panel's)
+            const __mmask16 mine = load & own;
+            _mm512_mask_storeu_ps(sums + j, mine,
+                                  _mm512_add_ps(_mm512_maskz_loadu_ps(mine, sums + j), _mm512_add_ps(lo, hi)));
+          }
         }
     }
     return;
@@ -213,6 +220,7 @@ struct Problem {
   int64_t ldc;
   const PackedB* packed = nullptr;  // op(B) already packed (then b and tb are unused)
   const float* bias = nullptr;      // [N], added to every row of the product
+  float* a_sums = nullptr;          // [M]: the sums of op(A)'s rows, when wanted (ta only)
 };
 
 // Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of kp x NR.
@@ -230,7 +238,8 @@ ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, 
   pack_block(!g.tb, src, g.ldb, kc, nc, NR, out);
 }
 
-// C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR).
+// C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR), and a_sums[m0:m1] where the
+// thread computes the first columns (it packs each A block of its rows once there).
 ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   static thread_local Scratch a_buf, b_buf;
   const int64_t np_all = round_up(g.N, NR);
@@ -253,7 +262,9 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
       for (int64_t ic = m0; ic < m1; ic += MC) {
         const int64_t mc = std::min(MC, m1 - ic);
         uint32_t* ap = a_buf.get(size_t(kp * round_up(mc, MR)));
-        pack_block(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, MR, ap);
+        float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
+        if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
+        pack_block(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, MR, ap, sums);
         for (int64_t j = 0; j < nc; j += NR)
           for (int64_t i = 0; i < mc; i += MR)
             micro_kernel(kp, ap + (i / MR) * kp * MR, bp + (j / NR) * kp * NR, g.c + (ic + i) * g.ldc + jc + j,
@@ -265,6 +276,7 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
 }
 
 void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
+  if (g.a_sums) std::fill(g.a_sums, g.a_sums + g.M, 0.0f);
   for (int64_t i = 0; i < g.M; ++i)
     for (int64_t j = 0; j < g.N; ++j) {
       float& x = g.c[i * g.ldc + j];
@@ -298,9 +310,11 @@ void run(const Problem& g, int threads) {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, int threads, const float* bias) {
+               int64_t ldc, int threads, const float* bias, float* a_sums) {
+  if (a_sums && !trans_a) throw std::logic_error("gemm_bf16: the row sums of op(A) need trans_a");
   Problem g{trans_a, trans_b, M, N, K, alpha, beta, a, lda, b, ldb, c, ldc};
   g.bias = bias;
+  g.a_sums = a_sums;
   run(g, threads);
 }
 
@@ -334,7 +348,7 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 #else  // not x86-64: never available, never called
 
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-               int64_t, float, float*, int64_t, int, const float*) {}
+               int64_t, float, float*, int64_t, int, const float*, float*) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
                       int64_t, int, const float*) {}

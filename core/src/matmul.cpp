@@ -10,6 +10,7 @@
 #include <memory>
 #include <tuple>
 
+#include "backward.h"
 #include "gemm_bf16.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/ops.h"
@@ -242,6 +243,40 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
   if (!has_bias) return matmul_into(out, a, b);
   out.copy_(bias);
   matmul_into(out, a, b, 1.0, 1.0);
+}
+
+void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, const GradOut& dbias) {
+  ROSETTA_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.shape()[0] == x.shape()[0], "linear_param_grads: dy ",
+                dy.shape(), " and x ", x.shape(), " are not [M, N] and [M, K]");
+  const int64_t M = dy.shape()[1], N = x.shape()[1], K = dy.shape()[0];  // of dw = dy^T x
+  if (dbias.out.defined()) detail::check_grad_out(dbias, {M}, dy.dtype(), "linear_param_grads");
+  if (dw.out.defined() && dbias.out.defined() && dw.out.dtype() == DType::f32 && dy.dtype() == DType::f32 &&
+      x.dtype() == DType::f32 && dw.out.shape() == Shape{M, N} && matmul_precision() == Precision::bf16 &&
+      M * N * K >= kMinBf16Gemm) {
+    const Tensor dyt = dy.transpose(0, 1);
+    const MatLayout la = layout_of(dyt), lb = layout_of(x), lc = layout_of(dw.out);
+    if (la.ok && la.trans == CblasTrans && lb.ok && lc.ok && lc.trans == CblasNoTrans) {
+      // The bias gradient is summed as dy is packed for the weight gradient: dy is read once.
+      Tensor sums = dbias.beta == 0 ? dbias.out : Tensor::empty({M}, DType::f32);
+      detail::gemm_bf16(true, lb.trans == CblasTrans, M, N, K, 1.0f, dy.data<float>(), la.ld, x.data<float>(),
+                        lb.ld, float(dw.beta), dw.out.data<float>(), lc.ld, bf16_threads(M, N, K), nullptr,
+                        sums.data<float>());
+      if (dbias.beta != 0) {
+        float* po = dbias.out.data<float>();
+        const float* ps = sums.data<float>();
+        const float be = float(dbias.beta);
+        for (int64_t i = 0; i < M; ++i) detail::put<true>(po[i], be, ps[i]);
+      }
+      dw.out.bump_version();
+      dbias.out.bump_version();
+      return;
+    }
+  }
+  if (dw.out.defined()) {
+    Tensor out = dw.out;
+    matmul_into(out, dy.transpose(0, 1), x, 1.0, dw.beta);
+  }
+  expand_backward(dy, dbias);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

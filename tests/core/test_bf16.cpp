@@ -158,6 +158,57 @@ TEST_CASE("bf16 products: alpha, accumulation into the output, odd and empty siz
   check_product(n, a, b);
 }
 
+TEST_CASE("a linear layer's weight and bias gradients in one pass: the bias summed as dy is packed", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(5);
+  const int threads = get_num_threads();
+  // {rows, in, out}: C split over rows of dW (out >= in) or over its columns (out < in: one
+  // thread sums), K over one or three packed blocks, out not a multiple of the micro-tile.
+  for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1250, 256, 1024}, {1000, 2048, 40}, {1100, 64, 37}, {40, 256, 5000}}) {
+    INFO("linear " << rows << " x " << in << " -> " << out);
+    const Tensor x = randn(g, {rows, in}), dy = randn(g, {rows, out}), dw0 = randn(g, {out, in}),
+                 db0 = randn(g, {out});
+    // float64 column sums of dy, and the fp32 summation bound on them.
+    const std::vector<double> want = sum(dy.to(DType::f64), 0, false).to_vector<double>(),
+                              scale = sum(unary(UnaryOp::abs, dy.to(DType::f64)), 0, false).to_vector<double>();
+    std::vector<std::vector<float>> db_by_threads;
+    for (const int t : {1, std::max(2, threads)}) {
+      set_num_threads(t);
+      for (const double beta : {0.0, 0.5}) {
+        const MatmulPrecisionScope bf16(Precision::bf16);
+        Tensor dw = dw0.clone(), db = beta == 0 ? Tensor::full({out}, std::nan("")) : db0.clone();
+        linear_param_grads(dy, x, {dw, beta}, {db, beta});
+        check_product(dw, dy.transpose(0, 1), x, 1.0, beta, dw0);
+        const std::vector<float> got = db.to_vector<float>(), before = db0.to_vector<float>();
+        for (int64_t j = 0; j < out; ++j) {
+          const double w = want[j] + beta * before[j];
+          if (std::abs(got[j] - w) > double(rows) * std::ldexp(1.0, -23) * scale[j] + 1e-6 * std::abs(w))
+            FAIL("bias gradient " << j << ": " << got[j] << " against " << w);
+        }
+        if (beta == 0) db_by_threads.push_back(got);
+      }
+    }
+    set_num_threads(threads);
+    CHECK(db_by_threads[0] == db_by_threads[1]);  // each sum is one thread's, in one order
+    // fp32 products: exactly a GEMM and a column sum, as before; no weight gradient: the sum alone.
+    const MatmulPrecisionScope fp32(Precision::fp32);
+    Tensor dw = dw0.clone(), db = db0.clone(), dw_ref = dw0.clone(), db_ref = db0.clone();
+    linear_param_grads(dy, x, {dw, 1.0}, {db, 1.0});
+    matmul_into(dw_ref, dy.transpose(0, 1), x, 1.0, 1.0);
+    expand_backward(dy, {db_ref, 1.0});
+    CHECK(dw.to_vector<float>() == dw_ref.to_vector<float>());
+    CHECK(db.to_vector<float>() == db_ref.to_vector<float>());
+    const MatmulPrecisionScope bf16(Precision::bf16);
+    Tensor only = Tensor::empty({out});
+    linear_param_grads(dy, x, {}, {only, 0.0});
+    expand_backward(dy, {db_ref, 0.0});
+    CHECK(only.to_vector<float>() == db_ref.to_vector<float>());
+  }
+  CHECK_THROWS_WITH(linear_param_grads(Tensor::zeros({4, 3}), Tensor::zeros({5, 2}), {}, {}),
+                    Catch::Contains("linear_param_grads: dy [4, 3] and x [5, 2]"));
+}
+
 TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {
   if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);

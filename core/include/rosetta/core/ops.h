@@ -110,6 +110,12 @@ void matmul_into(Tensor& out, const Tensor& a, const Tensor& b, double alpha = 1
 // x W^T + b); an undefined bias adds nothing. bf16 products add the bias as they store the
 // result; fp32 ones copy it into `out` and add the product to it.
 void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias);
+// A linear layer's parameter gradients from its output's gradient dy [M, N] and its input
+// x [M, K]: dw.out [N, K] (row-major) gets dy^T @ x and dbias.out [N] the sums of dy's columns,
+// each added as GradOut says; either may be undefined. Where both are wanted and the product is
+// bf16, the sums are taken as dy is packed for the product (dy read once, summed in fp32);
+// otherwise as matmul_into and expand_backward compute them.
+void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, const GradOut& dbias);
 
 // While one lives on this thread, bf16 products of matmul_bias_into keep `b` (a weight) packed
 // for bf16 from its first use to the end of the scope and reuse the packing while the weight is
