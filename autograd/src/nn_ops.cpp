@@ -77,7 +77,7 @@ Var relu_dropout(const Var& x, double p, Generator& gen, bool training) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   if (!training || p == 0.0) return relu(x);
   const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
-  Var out(rosetta::dropout(unary(UnaryOp::relu, x.data()), p, seed, offset));
+  Var out(rosetta::relu_dropout(x.data(), p, seed, offset));
   record(out, "relu_dropout", {&x}, [p, sy = Saved(out.data())](const Tensor& dy, Node& n) {
     GradDest d = n.grad_dest(0);
     // 1 / (1 - p): the factor dropout applies, rounded as it rounds it.

@@ -359,6 +359,8 @@ void scale_(Tensor& dst, double s) {
 
 namespace {
 // out = x * mask / (1 - p), or added to out (see GradOut): the forward pass and its gradient.
+// Relu: max(x, 0) * mask / (1 - p), the same bits as dropout of relu's output, in one pass.
+template <bool Relu = false>
 void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, const GradOut& dst) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   const Tensor x = x_in.contiguous();
@@ -388,7 +390,9 @@ void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, 
 #pragma omp simd
           for (uint32_t j = 0; j < run; ++j) {
             const uint32_t h = detail::fmix32((lo0 + j) * 0x9E3779B1u ^ hi);
-            detail::put<decltype(acc)::value>(os[j], be, xs[j] * (h >= thr ? sc : T(0)));
+            T v = xs[j];
+            if constexpr (Relu) v = v > T(0) ? v : T(0);
+            detail::put<decltype(acc)::value>(os[j], be, v * (h >= thr ? sc : T(0)));
           }
           i += int64_t(run);
         }
@@ -402,6 +406,12 @@ void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, 
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dropout_into(x, p, seed, offset, {out, 0.0});
+  return out;
+}
+
+Tensor relu_dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dropout_into<true>(x, p, seed, offset, {out, 0.0});
   return out;
 }
 

@@ -465,4 +465,15 @@ TEST_CASE("dropout kernel: reproducible mask, right rate and scale", "[core]") {
   double far_kept = 0;
   for (float f : far) far_kept += f != 0;
   REQUIRE_THAT(far_kept / 1000, Catch::Matchers::WithinAbs(0.5, 0.06));
+  // relu_dropout is dropout of relu's output (negative values, zeros and NaN included), in fp32
+  // and fp64.
+  Generator g(3);
+  Tensor h = g.normal({4099}, 0.0, 1.0);
+  h.data<float>()[5] = 0.0f;
+  h.data<float>()[6] = std::nanf("");
+  for (const DType t : {DType::f32, DType::f64}) {
+    const Tensor ht = h.to(t);
+    const Tensor fused = relu_dropout(ht, 0.2, 77, 123), plain = dropout(unary(UnaryOp::relu, ht), 0.2, 77, 123);
+    REQUIRE(fused.to_vector<double>() == plain.to_vector<double>());
+  }
 }

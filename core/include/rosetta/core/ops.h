@@ -71,6 +71,8 @@ void where_backward(const Tensor& cond, bool taken, const Tensor& dy, const Grad
 // dropout_keep(seed, offset + i, p), so applying the same (seed, offset) to the gradient
 // reproduces the mask exactly. x must be floating; the result is contiguous.
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// dropout(unary(UnaryOp::relu, x), p, seed, offset) in one pass, to the bit.
+Tensor relu_dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // dx = dy * mask / (1 - p), the mask regenerated from (seed, offset).
 void dropout_backward(const Tensor& dy, double p, uint64_t seed, uint64_t offset, const GradOut& dx);
 // The keep decision: a 32-bit hash of (seed, counter) compared with p * 2^32.
