@@ -72,6 +72,23 @@ Var dropout(const Var& x, double p, Generator& gen, bool training) {
   return out;
 }
 
+// y = residual + dropout(x)   =>  dresidual += dy, dx += dropout(dy) (the same mask)
+Var dropout_add(const Var& residual, const Var& x, double p, Generator& gen, bool training) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  ROSETTA_CHECK(residual.shape() == x.shape(), "dropout_add: residual ", residual.shape(), " and ", x.shape(),
+                " differ");
+  if (!training || p == 0.0) return residual + x;
+  const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(x.numel()));
+  Var out(rosetta::dropout_add(residual.data(), x.data(), p, seed, offset));
+  record(out, "dropout_add", {&residual, &x}, [p, seed, offset](const Tensor& dy, Node& n) {
+    if (n.needs(0)) n.pass_view(0, dy);
+    GradDest d = n.grad_dest(1);
+    dropout_backward(dy, p, seed, offset, d);
+    d.commit();
+  });
+  return out;
+}
+
 // y = dropout(relu(x)); dx = dy / (1-p) where y != 0 (kept and x > 0), else 0. Saves y alone.
 Var relu_dropout(const Var& x, double p, Generator& gen, bool training) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");

@@ -116,8 +116,8 @@ namespace {
 // Pre-norm: x + drop(f(norm(x)));  post-norm: norm(x + drop(f(x))).
 template <class F>
 Var sublayer(const Var& x, bool norm_first, const LayerNorm& norm, const Dropout& drop, F&& f) {
-  if (norm_first) return x + drop.forward(f(norm.forward(x)));
-  return norm.forward(x + drop.forward(f(x)));
+  if (norm_first) return dropout_add(x, f(norm.forward(x)), drop.p(), drop.generator(), drop.is_training());
+  return norm.forward(dropout_add(x, f(x), drop.p(), drop.generator(), drop.is_training()));
 }
 
 std::shared_ptr<MultiHeadAttention> make_attention(const TransformerOptions& o,

@@ -240,6 +240,34 @@ TEST_CASE("gradcheck: relu_dropout equals dropout(relu(x)), values and gradients
   }
 }
 
+TEST_CASE("gradcheck: dropout_add equals residual + dropout(x), values and gradients", "[gradcheck]") {
+  check([](auto& v) {
+    Generator g(7);
+    return dropout_add(v[0], v[1], 0.3, g, true);
+  }, {randn({6, 7}), randn({6, 7})});
+  // Against the two ops it replaces, bit for bit, in float32 (the training dtype).
+  const Tensor r32 = randn({6, 7}).to(DType::f32), x32 = randn({6, 7}).to(DType::f32),
+               w = randn({6, 7}).to(DType::f32);
+  for (const double p : {0.0, 0.1, 0.5}) {
+    for (const bool training : {true, false}) {
+      INFO("p " << p << " training " << training);
+      Generator ga(3), gb(3);
+      Var ra(r32, true), rb(r32, true), xa(x32, true), xb(x32, true);
+      const Var fused = dropout_add(ra, xa, p, ga, training);
+      const Var composed = rb + dropout(xb, p, gb, training);
+      REQUIRE(ga.counter() == gb.counter());
+      REQUIRE(equal_values(fused.data(), composed.data()));
+      sum(fused * Var(w)).backward();
+      sum(composed * Var(w)).backward();
+      REQUIRE(equal_values(ra.grad(), rb.grad()));
+      REQUIRE(equal_values(xa.grad(), xb.grad()));
+    }
+  }
+  Generator g(1);
+  CHECK_THROWS_WITH(dropout_add(Var(r32), Var(Tensor::zeros({6, 6})), 0.1, g, true),
+                    Catch::Contains("dropout_add: residual [6, 7] and [6, 6] differ"));
+}
+
 TEST_CASE("gradcheck: embedding with and without padding index", "[gradcheck]") {
   const Tensor ids = Tensor::from_vector(std::vector<int32_t>{2, 0, 2, 4, 1, 0}, {2, 3});
   check([&](auto& v) { return embedding(v[0], ids); }, {randn({5, 3})});

@@ -94,6 +94,9 @@ Var dropout(const Var& x, double p, Generator& gen, bool training);
 // dropout(relu(x)) as one op, with the same values and gradients (and the same draws from
 // `gen`), that saves only its output: half the memory of the two ops in a feed-forward block.
 Var relu_dropout(const Var& x, double p, Generator& gen, bool training);
+// residual + dropout(x) as one op (a residual connection), with the same values and gradients
+// (and the same draws from gen) as the two.
+Var dropout_add(const Var& residual, const Var& x, double p, Generator& gen, bool training);
 // weight [V, D], ids I32 of shape S -> [S..., D]. Rows of padding_idx get no gradient (-1: none).
 Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx = -1);
 // Mean label-smoothed cross-entropy of logits [..., V] against targets [...] (I32), skipping

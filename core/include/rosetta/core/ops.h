@@ -73,6 +73,9 @@ void where_backward(const Tensor& cond, bool taken, const Tensor& dy, const Grad
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // dropout(unary(UnaryOp::relu, x), p, seed, offset) in one pass, to the bit.
 Tensor relu_dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// add(residual, dropout(x, p, seed, offset)) in one pass, to the bit (a residual connection);
+// residual must have x's shape and dtype.
+Tensor dropout_add(const Tensor& residual, const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // dx = dy * mask / (1 - p), the mask regenerated from (seed, offset).
 void dropout_backward(const Tensor& dy, double p, uint64_t seed, uint64_t offset, const GradOut& dx);
 // The keep decision: a 32-bit hash of (seed, counter) compared with p * 2^32.
