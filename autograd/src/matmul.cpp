@@ -66,35 +66,78 @@ Var matmul(const Var& a, const Var& b, double alpha, const std::vector<int>& mem
   return out;
 }
 
+namespace {
+void check_linear(const Shape& x, const Var& weight, const Var& bias, const char* op) {
+  const Tensor& W = weight.data();
+  ROSETTA_CHECK(W.dim() == 2 && x.size() >= 1 && x.back() == W.shape()[1], op, ": input ", x,
+                " does not match weight ", W.shape());
+  ROSETTA_CHECK(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == W.shape()[0]), op, ": bias ",
+                (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", W.shape());
+}
+
+// x2 [rows, in] @ W^T + bias, shaped as x_shape with its last axis out_features.
+Tensor linear_forward(const Tensor& x2, const Shape& x_shape, const Tensor& W, const Var& bias) {
+  Tensor y = Tensor::empty({x2.shape()[0], W.shape()[0]}, W.dtype());
+  matmul_bias_into(y, x2, W.transpose(0, 1), bias.defined() ? bias.data() : Tensor());
+  Shape out_shape = x_shape;
+  out_shape[out_shape.size() - 1] = W.shape()[0];
+  return y.view(out_shape);
+}
+
+// dW += dy^T @ x2 and dbias += sum_rows(dy), into the node's inputs 1 and 2.
+void linear_weight_grads(Node& n, const Tensor& dy, const Tensor& x2) {
+  GradDest dw = n.grad_dest(1), db = n.grad_dest(2);
+  if (!dw.out.defined() || dw.out.strides().back() == 1) {
+    linear_param_grads(dy, x2, dw, db);
+  } else {
+    mm_into(dw.out, dy.transpose(0, 1), x2, 1.0, dw.beta);
+    expand_backward(dy, db);
+  }
+  dw.commit();
+  db.commit();
+}
+}  // namespace
+
 // y = x @ W^T + bias   =>  dx += dy @ W, dW += dy^T @ x, dbias += sum_rows(dy)
 Var linear(const Var& x, const Var& weight, const Var& bias) {
-  const Tensor& W = weight.data();
-  ROSETTA_CHECK(W.dim() == 2 && x.dim() >= 1 && x.shape().back() == W.shape()[1],
-                "linear: input ", x.shape(), " does not match weight ", W.shape());
-  const int64_t out_features = W.shape()[0];
-  ROSETTA_CHECK(!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == out_features),
-                "linear: bias ", (bias.defined() ? bias.shape() : Shape{}),
-                " does not match weight ", W.shape());
+  check_linear(x.shape(), weight, bias, "linear");
   const Tensor x2 = rows(x.data());
-  Tensor y = Tensor::empty({x2.shape()[0], out_features}, W.dtype());
-  matmul_bias_into(y, x2, W.transpose(0, 1), bias.defined() ? bias.data() : Tensor());
-  Shape out_shape = x.shape();
-  out_shape[out_shape.size() - 1] = out_features;
-  Var out(y.view(out_shape));
+  Var out(linear_forward(x2, x.shape(), weight.data(), bias));
   record(out, "linear", {&x, &weight, &bias},
-         [sx = Saved(x2), sw = Saved(W)](const Tensor& dy_in, Node& n) {
+         [sx = Saved(x2), sw = Saved(weight.data())](const Tensor& dy_in, Node& n) {
            const Tensor dy = rows(dy_in);
-           GradDest dx = n.grad_dest(0), dw = n.grad_dest(1), db = n.grad_dest(2);
+           GradDest dx = n.grad_dest(0);
            if (dx.out.defined()) mm_into(rows(dx.out), dy, sw.get(), 1.0, dx.beta);
-           if (!dw.out.defined() || dw.out.strides().back() == 1) {
-             linear_param_grads(dy, sx.get(), dw, db);
-           } else {
-             mm_into(dw.out, dy.transpose(0, 1), sx.get(), 1.0, dw.beta);
-             expand_backward(dy, db);
-           }
+           linear_weight_grads(n, dy, sx.get());
            dx.commit();
-           dw.commit();
-           db.commit();
+         });
+  return out;
+}
+
+// a = relu_dropout(h) (relu(h) when not training or p is 0), y = a @ W^T + bias   =>
+// dh += (dy @ W) / (1 - p) where a > 0, dW += dy^T @ a, dbias += sum_rows(dy)
+Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, const Var& weight, const Var& bias) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  check_linear(h.shape(), weight, bias, "relu_dropout_linear");
+  const bool drop = training && p > 0.0;
+  Tensor a;
+  if (drop) {
+    const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(h.numel()));
+    a = relu_dropout(h.data(), p, seed, offset);
+  } else {
+    a = unary(UnaryOp::relu, h.data());
+  }
+  const Tensor a2 = rows(a);
+  Var out(linear_forward(a2, h.shape(), weight.data(), bias));
+  // 1 / (1 - p): the factor dropout applies, rounded as it rounds it.
+  const double scale = drop ? 1.0 / (1.0 - p) : 1.0;
+  record(out, "relu_dropout_linear", {&h, &weight, &bias},
+         [sa = Saved(a2), sw = Saved(weight.data()), scale](const Tensor& dy_in, Node& n) {
+           const Tensor dy = rows(dy_in);
+           GradDest dh = n.grad_dest(0);
+           if (dh.out.defined()) relu_linear_input_grad(dy, sw.get(), sa.get(), scale, {rows(dh.out), dh.beta});
+           linear_weight_grads(n, dy, sa.get());
+           dh.commit();
          });
   return out;
 }

@@ -172,9 +172,11 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
 }
 
 // C tile (m x n of MR x NR) = alpha * A_panel . B_sliver (+ bias, a row of n added to every
-// row, when given) + beta * C tile, over kp pairs.
+// row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given, rows ldg
+// apart) is not > 0.
 ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                                      int m, int n, float alpha, float beta, const float* bias) {
+                                      int m, int n, float alpha, float beta, const float* bias, const float* gate,
+                                      int64_t ldg) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -203,6 +205,10 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
       __m512 r = _mm512_mul_ps(va, acc[i][v]);
       if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias + 16 * v));
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, ci), r);
+      if (gate) {
+        const __m512 gv = _mm512_maskz_loadu_ps(k, gate + i * ldg + 16 * v);
+        r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_GT_OQ), r);
+      }
       _mm512_mask_storeu_ps(ci, k, r);
     }
   }
@@ -221,6 +227,8 @@ struct Problem {
   const PackedB* packed = nullptr;  // op(B) already packed (then b and tb are unused)
   const float* bias = nullptr;      // [N], added to every row of the product
   float* a_sums = nullptr;          // [M]: the sums of op(A)'s rows, when wanted (ta only)
+  const float* gate = nullptr;      // M x N, rows ldg apart: C is 0 where it is not > 0
+  int64_t ldg = 0;
 };
 
 // Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of kp x NR.
@@ -269,7 +277,8 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
           for (int64_t i = 0; i < mc; i += MR)
             micro_kernel(kp, ap + (i / MR) * kp * MR, bp + (j / NR) * kp * NR, g.c + (ic + i) * g.ldc + jc + j,
                          g.ldc, int(std::min<int64_t>(MR, mc - i)), int(std::min<int64_t>(NR, nc - j)),
-                         g.alpha, beta, bias ? bias + j : nullptr);
+                         g.alpha, beta, bias ? bias + j : nullptr,
+                         g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr, g.ldg);
       }
     }
   }
@@ -281,6 +290,7 @@ void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
     for (int64_t j = 0; j < g.N; ++j) {
       float& x = g.c[i * g.ldc + j];
       x = (g.bias ? g.bias[j] : 0.0f) + (g.beta == 0.0f ? 0.0f : g.beta * x);
+      if (g.gate && !(g.gate[i * g.ldg + j] > 0.0f)) x = 0.0f;
     }
 }
 
@@ -310,11 +320,13 @@ void run(const Problem& g, int threads) {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, int threads, const float* bias, float* a_sums) {
+               int64_t ldc, int threads, const float* bias, float* a_sums, const float* gate, int64_t ldg) {
   if (a_sums && !trans_a) throw std::logic_error("gemm_bf16: the row sums of op(A) need trans_a");
   Problem g{trans_a, trans_b, M, N, K, alpha, beta, a, lda, b, ldb, c, ldc};
   g.bias = bias;
   g.a_sums = a_sums;
+  g.gate = gate;
+  g.ldg = ldg;
   run(g, threads);
 }
 
@@ -348,7 +360,7 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 #else  // not x86-64: never available, never called
 
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-               int64_t, float, float*, int64_t, int, const float*, float*) {}
+               int64_t, float, float*, int64_t, int, const float*, float*, const float*, int64_t) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
                       int64_t, int, const float*) {}

@@ -13,10 +13,12 @@ namespace rosetta::detail {
 // to `threads` OpenMP threads (a nested team inside a parallel region). Only where
 // gemm_bf16_available(). `a_sums` (M values, or null; trans_a only, as in a weight gradient
 // dy^T x) receives the fp32 sums of op(A)'s rows, summed as A is packed: a bias gradient for free.
-// M, N and K must be positive where it is given.
+// M, N and K must be positive where it is given. `gate` (M x N, rows ldg apart, or null) zeroes
+// C wherever it is not > 0 (a relu's gradient, gated by its output, as the product is stored).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-               int64_t ldc, int threads, const float* bias = nullptr, float* a_sums = nullptr);
+               int64_t ldc, int threads, const float* bias = nullptr, float* a_sums = nullptr,
+               const float* gate = nullptr, int64_t ldg = 0);
 
 // B packed once for many products (weights at inference): op(B) of K x N as the micro-kernels
 // read it. gemm_bf16_packed computes C = alpha * op(A) @ B + beta * C with it.

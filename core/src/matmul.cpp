@@ -279,6 +279,28 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
   expand_backward(dy, dbias);
 }
 
+void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx) {
+  if (!dx.out.defined()) return;
+  ROSETTA_CHECK(dy.dim() == 2 && w.dim() == 2 && y.dim() == 2 && dy.shape()[1] == w.shape()[0] &&
+                    y.shape() == Shape({dy.shape()[0], w.shape()[1]}),
+                "relu_linear_input_grad: dy ", dy.shape(), ", weight ", w.shape(), " and y ", y.shape(),
+                " are not [M, N], [N, K] and [M, K]");
+  detail::check_grad_out(dx, y.shape(), dy.dtype(), "relu_linear_input_grad");
+  const int64_t M = dy.shape()[0], N = w.shape()[1], K = dy.shape()[1];  // of dx = dy w
+  if (dx.beta == 0 && dy.dtype() == DType::f32 && w.dtype() == DType::f32 && y.dtype() == DType::f32 &&
+      y.is_contiguous() && matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm) {
+    const MatLayout la = layout_of(dy), lb = layout_of(w);
+    if (la.ok && lb.ok) {
+      detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, float(scale), dy.data<float>(),
+                        la.ld, w.data<float>(), lb.ld, 0.0f, dx.out.data<float>(), N, bf16_threads(M, N, K), nullptr,
+                        nullptr, y.data<float>(), N);
+      dx.out.bump_version();
+      return;
+    }
+  }
+  unary_backward(UnaryOp::relu, y, Tensor(), matmul(dy, w), dx, scale);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   ROSETTA_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: operands must have at least 2 ",
                 "dimensions, got ", a.shape(), " and ", b.shape());

@@ -74,9 +74,11 @@ FeedForward::FeedForward(int64_t dim, int64_t ff_dim, Activation act, double p,
 
 Var FeedForward::forward(const Var& x) const {
   const Var h = linear1->forward(x);
-  // relu and dropout as one op keep one [B, T, F] activation for the backward pass, not two.
+  // relu, dropout and linear2 as one op keep one [B, T, F] activation for the backward pass, not
+  // two, and take relu's gradient as linear2's input gradient is stored.
   if (act_ == Activation::relu)
-    return linear2->forward(relu_dropout(h, dropout_->p(), dropout_->generator(), dropout_->is_training()));
+    return relu_dropout_linear(h, dropout_->p(), dropout_->generator(), dropout_->is_training(), linear2->weight,
+                               linear2->bias);
   return linear2->forward(dropout_->forward(gelu(h)));
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "rosetta/autograd/autograd.h"
+#include "rosetta/core/cpu.h"
 #include "support.h"
 
 using namespace rosetta;
@@ -238,6 +239,44 @@ TEST_CASE("gradcheck: relu_dropout equals dropout(relu(x)), values and gradients
       REQUIRE(equal_values(xa.grad(), xb.grad()));
     }
   }
+}
+
+TEST_CASE("gradcheck: relu_dropout_linear equals linear(relu_dropout(h)), values and gradients", "[gradcheck]") {
+  // Away from relu's kink, as for relu.
+  Tensor r = randn({6, 5});
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    double& v = r.data<double>()[i];
+    if (std::abs(v) < 0.1) v = v < 0 ? -0.1 : 0.1;
+  }
+  for (const bool training : {true, false}) {
+    check([training](auto& v) {
+      Generator g(7);
+      return relu_dropout_linear(v[0], 0.3, g, training, v[1], v[2]);
+    }, {r, randn({4, 5}), randn({4})});
+  }
+  // Against the ops it replaces, bit for bit, in float32 products (fp32 precision).
+  const Tensor h32 = r.reshape({2, 3, 5}).to(DType::f32), w32 = randn({4, 5}).to(DType::f32),
+               b32 = randn({4}).to(DType::f32), up = randn({2, 3, 4}).to(DType::f32);
+  const MatmulPrecisionScope fp32(Precision::fp32);
+  for (const double p : {0.0, 0.1, 0.5}) {
+    for (const bool training : {true, false}) {
+      INFO("p " << p << " training " << training);
+      Generator ga(3), gb(3);
+      Var ha(h32, true), hb(h32, true), wa(w32, true), wb(w32, true), ba(b32, true), bb(b32, true);
+      const Var fused = relu_dropout_linear(ha, p, ga, training, wa, ba);
+      const Var composed = linear(relu_dropout(hb, p, gb, training), wb, bb);
+      REQUIRE(ga.counter() == gb.counter());
+      REQUIRE(equal_values(fused.data(), composed.data()));
+      sum(fused * Var(up)).backward();
+      sum(composed * Var(up)).backward();
+      REQUIRE(equal_values(ha.grad(), hb.grad()));
+      REQUIRE(equal_values(wa.grad(), wb.grad()));
+      REQUIRE(equal_values(ba.grad(), bb.grad()));
+    }
+  }
+  Generator g(1);
+  CHECK_THROWS_WITH(relu_dropout_linear(Var(h32), 0.1, g, true, Var(Tensor::zeros({4, 6})), Var()),
+                    Catch::Contains("relu_dropout_linear: input [2, 3, 5] does not match weight [4, 6]"));
 }
 
 TEST_CASE("gradcheck: dropout_add equals residual + dropout(x), values and gradients", "[gradcheck]") {

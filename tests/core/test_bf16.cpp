@@ -209,6 +209,52 @@ TEST_CASE("a linear layer's weight and bias gradients in one pass: the bias summ
                     Catch::Contains("linear_param_grads: dy [4, 3] and x [5, 2]"));
 }
 
+TEST_CASE("relu's input gradient through a linear layer: masked and scaled as the product is stored", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(9);
+  // {rows, out, in} of dx = dy @ W [rows, out] x [out, in]: a feed-forward layer's relu (in 1024),
+  // K over two packed blocks, sizes off the micro-tile.
+  for (const auto& [rows, out, in] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1250, 256, 1024}, {300, 1100, 70}, {37, 64, 333}}) {
+    INFO("dy " << rows << " x " << out << ", W " << out << " x " << in);
+    const Tensor dy = randn(g, {rows, out}), W = randn(g, {out, in});
+    Tensor y = unary(UnaryOp::relu, randn(g, {rows, in}));  // a relu's output: half zeros
+    y.data<float>()[1] = std::nanf("");                      // NaN is not > 0: no gradient there
+    const double scale = 1.0 / 0.8;
+    const MatmulPrecisionScope bf16(Precision::bf16);
+    Tensor dx = Tensor::full({rows, in}, std::nan(""));
+    relu_linear_input_grad(dy, W, y, scale, {dx, 0.0});
+    // Where y > 0: the bf16 product times the scale; elsewhere exactly 0.
+    Tensor dense = Tensor::empty({rows, in});
+    matmul_into(dense, dy, W, scale, 0.0);
+    const std::vector<float> got = dx.to_vector<float>(), want = dense.to_vector<float>(), ys = y.to_vector<float>();
+    int64_t gated = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (ys[i] > 0) {
+        if (got[i] != want[i]) FAIL("element " << i << ": " << got[i] << " against " << want[i]);
+      } else {
+        if (got[i] != 0.0f) FAIL("element " << i << " (y " << ys[i] << "): " << got[i] << " against 0");
+        ++gated;
+      }
+    }
+    CHECK(gated > int64_t(got.size()) / 3);
+    // Accumulating (beta 1) and fp32 products: matmul then unary_backward, as before, to the bit.
+    const Tensor dx0 = randn(g, {rows, in});
+    Tensor acc = dx0.clone(), ref = dx0.clone();
+    relu_linear_input_grad(dy, W, y, scale, {acc, 1.0});
+    unary_backward(UnaryOp::relu, y, Tensor(), matmul(dy, W), {ref, 1.0}, scale);
+    CHECK(acc.to_vector<float>() == ref.to_vector<float>());
+    const MatmulPrecisionScope fp32(Precision::fp32);
+    Tensor f = Tensor::empty({rows, in}), fref = Tensor::empty({rows, in});
+    relu_linear_input_grad(dy, W, y, scale, {f, 0.0});
+    unary_backward(UnaryOp::relu, y, Tensor(), matmul(dy, W), {fref, 0.0}, scale);
+    CHECK(f.to_vector<float>() == fref.to_vector<float>());
+  }
+  CHECK_THROWS_WITH(relu_linear_input_grad(Tensor::zeros({4, 3}), Tensor::zeros({3, 5}), Tensor::zeros({4, 6}), 1.0,
+                                           {Tensor::zeros({4, 6}), 0.0}),
+                    Catch::Contains("relu_linear_input_grad: dy [4, 3], weight [3, 5] and y [4, 6]"));
+}
+
 TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {
   if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);

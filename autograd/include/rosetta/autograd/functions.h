@@ -80,6 +80,11 @@ Var matmul(const Var& a, const Var& b, double alpha = 1.0,
 // x [..., in] @ weight[out, in]^T + bias[out]: one GEMM, and weight's gradient is accumulated
 // straight into its buffer. bias may be undefined.
 Var linear(const Var& x, const Var& weight, const Var& bias);
+// linear(relu_dropout(h, p, gen, training), weight, bias) as one op, with the same values,
+// gradients and draws from gen (a feed-forward block's second half). Where the products are
+// bf16, h's gradient is masked and scaled as its product is stored, not in a pass of its own.
+Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, const Var& weight,
+                        const Var& bias);
 
 // ---------------------------------------------------------------- nn ops (fused)
 Var softmax(const Var& x);      // over the last axis; fully -inf rows give zeros

@@ -121,6 +121,11 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
 // bf16, the sums are taken as dy is packed for the product (dy read once, summed in fp32);
 // otherwise as matmul_into and expand_backward compute them.
 void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, const GradOut& dbias);
+// The gradient of a relu's input where a linear layer (weight w [N, K]) reads the relu's output
+// y [M, K]: dx (+)= scale * (dy @ w where y > 0, else 0), dy [M, N]; scale 1 / (1 - p) for
+// relu_dropout's output. Where the product is bf16 and dx is fresh (beta 0), the mask and the
+// scale are applied as the product is stored; otherwise as matmul and unary_backward compute them.
+void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx);
 
 // While one lives on this thread, bf16 products of matmul_bias_into keep `b` (a weight) packed
 // for bf16 from its first use to the end of the scope and reuse the packing while the weight is
