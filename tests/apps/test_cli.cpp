@@ -47,6 +47,22 @@ TEST_CASE("copy task reaches 100% exact match on held-out sequences", "[cli]") {
   REQUIRE(t.output == "3 1 4 1 5\n0 7 2 6\n");
 }
 
+TEST_CASE("validation without translations logs its loss and no BLEU", "[cli]") {
+  TempDir work("novalidbleu");
+  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(60, 1));
+  rosetta::test::write_tsv(work / "valid.tsv", rosetta::test::toy_corpus(10, 2));
+  const RunResult r = run_rosetta("train --train " + (work / "train.tsv") + " --valid " + (work / "valid.tsv") +
+                                  " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --vocab-size 60"
+                                  " --max-tokens 256 --threads 1 --valid-bleu-sentences 0 --max-steps 2 --validate-every 2"
+                                  " --out " + (work / "run"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.output.find("valid step 2: loss ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  CHECK_THAT(line, !Catch::Contains("BLEU") && !Catch::Contains("nan"));
+}
+
 TEST_CASE("a toy corpus trains, checkpoints, resumes identically, translates and scores", "[cli]") {
   TempDir work("toy");
   const auto train = rosetta::test::toy_corpus(300, 1), valid = rosetta::test::toy_corpus(30, 2);

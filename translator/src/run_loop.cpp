@@ -177,8 +177,9 @@ bool TrainingRun::validate() {
   const double value = by_loss ? v.loss : c_.best_metric == "bleu" ? v.bleu : v.chrf;
   const bool improved = !std::isnan(value) && (std::isnan(p_.best_valid) ||
                                                (by_loss ? value < p_.best_valid : value > p_.best_valid));
+  // BLEU and chrF are NaN where no sentences are decoded (--valid-bleu-sentences 0): not shown.
   say_.info(concat("valid step ", p_.step, ": loss ", num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
-                   " BLEU ", num("%.2f", v.bleu), " chrF ", num("%.2f", v.chrf),
+                   std::isnan(v.bleu) ? "" : " BLEU " + num("%.2f", v.bleu) + " chrF " + num("%.2f", v.chrf),
                    improved ? " (best " + c_.best_metric + ")" : ""));
   if (improved) {
     p_.best_valid = value;
