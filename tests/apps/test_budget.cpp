@@ -94,16 +94,22 @@ TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging
   const auto& [last_step, last_lr] = *lr.rbegin();
   INFO("stopped at step " << steps << "; last logged rate " << last_lr << " at step " << last_step);
   REQUIRE(steps - last_step < every);
-  // One interval's decay of a linear schedule over the updates the run made after a warm-up of
-  // about a tenth of them.
-  const double interval_decay = (kPeak - kFloor) * double(every) / (0.9 * double(steps));
   REQUIRE(last_lr >= kFloor * (1 - 1e-9));
-  REQUIRE(last_lr - kFloor <= interval_decay);
   // The rate fell all the way, not in a last jump: halfway through it was well above the floor.
   REQUIRE(lr.lower_bound(steps / 2)->second > kFloor + 0.25 * (kPeak - kFloor));
-  // Each record holds the estimate of the budget's updates it was logged with.
+  // Each record holds the estimate of the budget's updates it was logged with: the last one's
+  // set the rates of every update after it, up to the end. That schedule reaches its floor within
+  // one logging interval of the run's real end (before it, or after it by at most one interval's
+  // decay: the rate at the last update). The last *logged* rate can be up to one more interval
+  // above that, so it is not the measure (a run slowed down in its last interval, as under ASan,
+  // ended ~3% before its estimate and logged a rate 1.2 intervals' decay above the floor).
   const auto records = read_jsonl(dir + "/metrics.jsonl");
   REQUIRE(records.front().contains("budget_steps"));
+  int64_t estimate = 0;
+  for (const auto& j : records)
+    if (j["kind"] == "train") estimate = j["budget_steps"].get<int64_t>();
+  INFO("the estimate in force at the end: " << estimate << " updates");
+  REQUIRE(std::abs(estimate - steps) <= every);
 }
 
 TEST_CASE("a budget of --max-time: a resumed run continues with the rates its checkpoint's estimate set",
