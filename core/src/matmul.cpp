@@ -60,6 +60,15 @@ void sized_gemm(int64_t M, int64_t N, int64_t K, F f) {
 // runs in fp32.
 constexpr int64_t kMinBf16Gemm = 32 * 32 * 32;
 
+// A product of M x N x K runs in bf16: bf16 precision, enough multiply-adds, and every tensor
+// it reads or writes fp32 (raw pointers are fp32 already).
+bool bf16_product(int64_t M, int64_t N, int64_t K, std::initializer_list<const Tensor*> tensors = {}) {
+  if (matmul_precision() != Precision::bf16 || M * N * K < kMinBf16Gemm) return false;
+  for (const Tensor* t : tensors)
+    if (t->dtype() != DType::f32) return false;
+  return true;
+}
+
 // Threads for a bf16 product: all of them for a large one outside parallel regions; inside one
 // (a model replica's thread) what set_nested_gemm_threads gave this thread, for large ones.
 int bf16_threads(int64_t M, int64_t N, int64_t K) {
@@ -70,7 +79,7 @@ int bf16_threads(int64_t M, int64_t N, int64_t K) {
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
           int64_t ldc) {
-  if (matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm) {
+  if (bf16_product(M, N, K)) {
     const int threads = bf16_threads(M, N, K);
     detail::gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb,
                       float(beta), c, ldc, threads);
@@ -215,9 +224,8 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
                 "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", (has_bias ? bias.shape() : Shape{}),
                 " are not [M, K], [K, N] and [N]");
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  if (out.dtype() == DType::f32 && a.dtype() == DType::f32 && b.dtype() == DType::f32 &&
-      (!has_bias || bias.dtype() == DType::f32) && matmul_precision() == Precision::bf16 &&
-      M * N * K >= kMinBf16Gemm && b.shape()[0] == K && out.shape() == Shape{M, N}) {
+  if (bf16_product(M, N, K, {&out, &a, &b}) && (!has_bias || bias.dtype() == DType::f32) && b.shape()[0] == K &&
+      out.shape() == Shape{M, N}) {
     const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
     if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && (!has_bias || bias.is_contiguous())) {
       const float* bias_data = has_bias ? bias.data<float>() : nullptr;
@@ -250,24 +258,18 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
                 dy.shape(), " and x ", x.shape(), " are not [M, N] and [M, K]");
   const int64_t M = dy.shape()[1], N = x.shape()[1], K = dy.shape()[0];  // of dw = dy^T x
   if (dbias.out.defined()) detail::check_grad_out(dbias, {M}, dy.dtype(), "linear_param_grads");
-  if (dw.out.defined() && dbias.out.defined() && dw.out.dtype() == DType::f32 && dy.dtype() == DType::f32 &&
-      x.dtype() == DType::f32 && dw.out.shape() == Shape{M, N} && matmul_precision() == Precision::bf16 &&
-      M * N * K >= kMinBf16Gemm) {
+  if (dw.out.defined() && dbias.out.defined() && bf16_product(M, N, K, {&dw.out, &dy, &x}) &&
+      dw.out.shape() == Shape{M, N}) {
     const Tensor dyt = dy.transpose(0, 1);
     const MatLayout la = layout_of(dyt), lb = layout_of(x), lc = layout_of(dw.out);
     if (la.ok && la.trans == CblasTrans && lb.ok && lc.ok && lc.trans == CblasNoTrans) {
       // The bias gradient is summed as dy is packed for the weight gradient: dy is read once.
-      Tensor sums = dbias.beta == 0 ? dbias.out : Tensor::empty({M}, DType::f32);
+      const Tensor sums = dbias.beta == 0 ? dbias.out : Tensor::empty({M}, DType::f32);
       detail::gemm_bf16(true, lb.trans == CblasTrans, M, N, K, 1.0f, dy.data<float>(), la.ld, x.data<float>(),
                         lb.ld, float(dw.beta), dw.out.data<float>(), lc.ld, bf16_threads(M, N, K), nullptr,
                         sums.data<float>());
-      if (dbias.beta != 0) {
-        float* po = dbias.out.data<float>();
-        const float* ps = sums.data<float>();
-        const float be = float(dbias.beta);
-        for (int64_t i = 0; i < M; ++i) detail::put<true>(po[i], be, ps[i]);
-      }
       dw.out.bump_version();
+      if (dbias.beta != 0) return expand_backward(sums, dbias);  // no axes to sum: out = beta * out + sums
       dbias.out.bump_version();
       return;
     }
@@ -287,8 +289,7 @@ void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, 
                 " are not [M, N], [N, K] and [M, K]");
   detail::check_grad_out(dx, y.shape(), dy.dtype(), "relu_linear_input_grad");
   const int64_t M = dy.shape()[0], N = w.shape()[1], K = dy.shape()[1];  // of dx = dy w
-  if (dx.beta == 0 && dy.dtype() == DType::f32 && w.dtype() == DType::f32 && y.dtype() == DType::f32 &&
-      y.is_contiguous() && matmul_precision() == Precision::bf16 && M * N * K >= kMinBf16Gemm) {
+  if (dx.beta == 0 && bf16_product(M, N, K, {&dx.out, &dy, &w, &y}) && y.is_contiguous()) {
     const MatLayout la = layout_of(dy), lb = layout_of(w);
     if (la.ok && lb.ok) {
       detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, float(scale), dy.data<float>(),
