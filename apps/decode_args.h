@@ -38,7 +38,7 @@ struct DecodeArgs {
 // --precision of translate, eval and bench: the choices and their help.
 inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "auto"};
 inline constexpr const char* kPrecisionHelp =
-    "matrix products: fp32, bf16 (bf16 operands, fp32 sums) or auto (bf16 where the CPU has AVX512_BF16)";
+    "matrix products: fp32, bf16 (bf16 operands, fp32 sums) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x or more of its fp32 multiply-add rate)";
 
 // Sets the precision of the command's matrix products; where bf16 is not available, one line
 // says that they run in fp32.

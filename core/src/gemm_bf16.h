@@ -38,4 +38,10 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();
 
+// Seconds this core takes for `iters` rounds of 16 independent VDPBF16PS (bf16) or VFMADD231PS
+// (fp32) on registers alone: the instructions' throughput, with no memory in the way. Only where
+// gemm_bf16_available().
+double time_bf16_dots(int64_t iters);
+double time_fp32_fmas(int64_t iters);
+
 }  // namespace rosetta::detail

@@ -40,7 +40,7 @@ using namespace rosetta;
 struct Args {
   std::string text = CHARLM_DEFAULT_TEXT;
   std::string loop = "train", save, resume, metrics;
-  std::string precision = "auto";  // of the matrix products: bf16 where the CPU has AVX512_BF16
+  std::string precision = "auto";  // of the matrix products: bf16 where the CPU has fast AVX512_BF16
   int64_t steps = 20, batch = 32, threads = 0, replicas = 0, seed = 1, valid_every = 0;
 };
 

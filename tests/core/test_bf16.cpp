@@ -293,11 +293,15 @@ TEST_CASE("precision choices (--precision) resolve by the CPU, never to an emula
   std::string note = "stale";
   CHECK(resolve_precision("fp32", &note) == Precision::fp32);
   CHECK(note.empty());
+  const bool fast = bf16_supported() && bf16_dot_speedup() >= kAutoBf16Speedup;
   for (const char* choice : {"bf16", "auto"}) {
     const Precision p = resolve_precision(choice, &note);
-    if (bf16_supported()) {
+    if (fast) {
       CHECK(p == Precision::bf16);
       CHECK(note.empty());
+    } else if (bf16_supported()) {  // slow bf16 dot products: auto is fp32, bf16 only when asked
+      CHECK(p == (std::string(choice) == "bf16" ? Precision::bf16 : Precision::fp32));
+      CHECK_THAT(note, Catch::Contains("multiply-add rate") && Catch::Contains("fp32"));
     } else {
       CHECK(p == Precision::fp32);
       CHECK_THAT(note, Catch::Contains("AVX512_BF16") && Catch::Contains("fp32"));
@@ -306,6 +310,27 @@ TEST_CASE("precision choices (--precision) resolve by the CPU, never to an emula
   CHECK_THROWS_WITH(resolve_precision("fp16"), Catch::Contains("'fp16'"));
   CHECK(parse_precision("bf16") == Precision::bf16);
   CHECK_THROWS(parse_precision("auto"));
+}
+
+TEST_CASE("auto is bf16 only where the CPU's bf16 dot products outrun its fp32 FMAs", "[bf16][cpu]") {
+  // The rule: having AVX512_BF16 is not enough (Intel's Sapphire Rapids runs VDPBF16PS at about
+  // its FMAs' multiply-add rate, where bf16 products lose to fp32 ones).
+  CHECK(auto_precision(true, 2.0) == Precision::bf16);
+  CHECK(auto_precision(true, kAutoBf16Speedup) == Precision::bf16);
+  CHECK(auto_precision(true, 1.0) == Precision::fp32);
+  CHECK(auto_precision(true, 1.4) == Precision::fp32);
+  CHECK(auto_precision(false, 2.0) == Precision::fp32);
+  // The measurement: once, cached, and a rate only where the instruction exists. Two bf16
+  // products per lane bound it by ~2 on any CPU whose FMA runs at least as fast as it.
+  const double s = bf16_dot_speedup();
+  CHECK(bf16_dot_speedup() == s);
+  if (bf16_supported()) {
+    CHECK(s > 0.2);
+    CHECK(s < 4.0);
+    CHECK_THAT(kernels_summary(), Catch::Contains("multiply-add rate of fp32 FMAs"));
+  } else {
+    CHECK(s == 0);
+  }
 }
 
 TEST_CASE("CPU features and OpenBLAS's kernels are named", "[bf16][cpu]") {

@@ -89,10 +89,24 @@ Precision parse_precision(const std::string& s);
 // True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
 bool bf16_supported();
 
-// What a --precision choice means on this CPU: "fp32", "bf16", or "auto" (bf16 where
-// bf16_supported(), else fp32). bf16 is never emulated: where the CPU lacks AVX512_BF16, "bf16"
-// and "auto" give fp32 and `note` (when given) gets one line saying so; otherwise it is cleared.
-// Throws naming any other value.
+// How many times the multiply-add rate of its fp32 FMAs one core reaches with bf16 dot products
+// (VDPBF16PS: two bf16 products per fp32 lane), measured once on registers alone (~1 ms, the
+// best of several alternating rounds) and cached; 0 where !bf16_supported(). Having the
+// instruction is not enough for speed: AMD Zen 4 runs it at its FMAs' rate, ~2x the
+// multiply-adds, while Intel's Sapphire and Emerald Rapids run it on one pipe, ~1x or less (there
+// the fast bf16 path is AMX, which rosetta has no kernels for yet).
+double bf16_dot_speedup();
+// --precision auto's rule: bf16 products where the CPU has them at kAutoBf16Speedup times fp32's
+// multiply-add rate or more (packing and rounding cost the rest), else fp32.
+constexpr double kAutoBf16Speedup = 1.5;
+Precision auto_precision(bool supported, double speedup);
+
+// What a --precision choice means on this CPU: "fp32", "bf16", or "auto" (auto_precision() of
+// bf16_supported() and bf16_dot_speedup()). bf16 is never emulated: where the CPU lacks
+// AVX512_BF16, "bf16" and "auto" give fp32. `note` (when given) gets one line wherever the result
+// is not what the choice names at full speed (fp32 for "bf16" or "auto" on a CPU without
+// AVX512_BF16 or with slow bf16 dot products, bf16 asked for where it is slow); otherwise it is
+// cleared. Throws naming any other value.
 Precision resolve_precision(const std::string& choice, std::string* note = nullptr);
 
 // The precision of float32 matrix products (matmul, linear, attention) for the whole process:
