@@ -92,9 +92,9 @@ bool bf16_supported();
 // How many times the multiply-add rate of its fp32 FMAs one core reaches with bf16 dot products
 // (VDPBF16PS: two bf16 products per fp32 lane), measured once on registers alone (~1 ms, the
 // best of several alternating rounds) and cached; 0 where !bf16_supported(). Having the
-// instruction is not enough for speed: AMD Zen 4 runs it at its FMAs' rate, ~2x the
-// multiply-adds, while Intel's Sapphire and Emerald Rapids run it on one pipe, ~1x or less (there
-// the fast bf16 path is AMX, which rosetta has no kernels for yet).
+// instruction is not enough for speed: AMD Zen 4 runs it at its FMAs' instruction rate, 2.0x the
+// multiply-adds, while an Intel Xeon of the Emerald Rapids class measured 0.5x (there the fast
+// bf16 path is AMX, which rosetta has no kernels for yet).
 double bf16_dot_speedup();
 // --precision auto's rule: bf16 products where the CPU has them at kAutoBf16Speedup times fp32's
 // multiply-add rate or more (packing and rounding cost the rest), else fp32.
