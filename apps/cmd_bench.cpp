@@ -186,7 +186,7 @@ void register_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([a] {
     set_num_threads(a->threads);
-    apply_precision(a->precision);
+    apply_precision(a->precision, /*say_auto=*/true);
     const Preset p = preset(a->preset);
     if (a->decode) bench_decode(*a, p);
     else bench_train(*a, p);

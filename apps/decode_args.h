@@ -40,12 +40,14 @@ inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "auto"};
 inline constexpr const char* kPrecisionHelp =
     "matrix products: fp32, bf16 (bf16 operands, fp32 sums) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x or more of its fp32 multiply-add rate)";
 
-// Sets the precision of the command's matrix products; where bf16 is not available, one line
-// says that they run in fp32.
-inline void apply_precision(const std::string& choice) {
+// Sets the precision of the command's matrix products. Where the CPU does not give what was asked
+// (bf16 absent, or slower than fp32), one line says so; under `auto`, the default, translate and
+// eval say nothing (auto's choice is the CPU's best, and a line on every call is noise), while
+// bench (say_auto) names it beside its figures.
+inline void apply_precision(const std::string& choice, bool say_auto = false) {
   std::string note;
   set_matmul_precision(resolve_precision(choice, &note));
-  if (!note.empty()) spdlog::info(note);
+  if (!note.empty() && (choice != "auto" || say_auto)) spdlog::info(note);
 }
 
 inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
