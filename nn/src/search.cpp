@@ -35,6 +35,31 @@ std::vector<int32_t> repeating_tokens(const std::vector<int32_t>& tokens, int n)
   return banned;
 }
 
+// The `keep` largest finite entries of row[0, V) as (value, index), largest first (of equal
+// values, the lower index first): one pass, most entries rejected by one comparison with the
+// smallest kept.
+void top_finite(const float* __restrict row, int64_t V, size_t keep, std::vector<std::pair<float, int32_t>>& out) {
+  out.clear();
+  if (keep == 0) return;
+  constexpr int64_t kBlock = 16;
+  float smallest = -std::numeric_limits<float>::infinity();
+  for (int64_t j0 = 0; j0 < V; j0 += kBlock) {
+    const int64_t j1 = std::min(V, j0 + kBlock);
+    float block_max = -std::numeric_limits<float>::infinity();  // NaN never wins the comparison
+#pragma omp simd reduction(max : block_max)
+    for (int64_t j = j0; j < j1; ++j) block_max = row[j] > block_max ? row[j] : block_max;
+    if (!(block_max > smallest)) continue;  // most blocks: nothing here enters the top
+    for (int64_t j = j0; j < j1; ++j) {
+      const float v = row[j];
+      if (!(v > smallest) || v == std::numeric_limits<float>::infinity()) continue;  // also NaN
+      auto at = std::find_if(out.begin(), out.end(), [v](const std::pair<float, int32_t>& e) { return e.first < v; });
+      out.insert(at, {v, int32_t(j)});
+      if (out.size() > keep) out.pop_back();
+      if (out.size() == keep) smallest = out.back().first;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tensor& src,
@@ -98,6 +123,7 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
       std::vector<Cand> cands;
       const size_t keep = size_t(std::min<int64_t>(2 * K, int64_t(j - i) * V));
       std::vector<float> masked;
+      std::vector<std::pair<float, int32_t>> top;
       for (size_t r = i; r < j; ++r) {
         const float* row = lp + r * V;
         const std::vector<int32_t> banned = repeating_tokens(beams[r].tokens, o.no_repeat_ngram());
@@ -107,14 +133,10 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
           row = masked.data();
         }
         // The top `keep` tokens of this row are enough: no other can be in the overall top.
-        std::vector<int32_t> idx(V);
-        std::iota(idx.begin(), idx.end(), 0);
-        std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(keep, V), idx.end(),
-                          [&](int32_t a, int32_t b) { return row[a] > row[b]; });
-        for (int64_t k = 0; k < std::min<int64_t>(keep, V); ++k)
-          if (std::isfinite(row[idx[k]])) cands.push_back({beams[r].log_prob + row[idx[k]], r, idx[k]});
+        top_finite(row, V, keep, top);
+        for (const auto& [value, tok] : top) cands.push_back({beams[r].log_prob + value, r, tok});
       }
-      std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.lp > b.lp; });
+      std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.lp > b.lp; });
       const bool last_step = t + 1 >= limit[sent];
       int64_t kept = 0;
       for (size_t c = 0; c < cands.size() && kept < K; ++c) {

@@ -171,30 +171,50 @@ Var DecoderLayer::forward(const Var& x_in, const Var& memory, const Tensor& self
   return sublayer(x, norm_first_, *norm3, *dropout_, [&](const Var& h) { return ff->forward(h); });
 }
 
-void DecoderLayer::init_cache(LayerCache& c, const Var& memory, int64_t max_len) const {
-  const int64_t B = memory.size(0), H = self_attn->heads(), Dh = self_attn->head_dim();
-  c.self_k = Tensor::zeros({B, H, max_len, Dh}, memory.dtype());
-  c.self_v = Tensor::zeros({B, H, max_len, Dh}, memory.dtype());
-  c.cross_k = cross_attn->split_heads(cross_attn->k_proj->forward(memory));
-  c.cross_v = cross_attn->split_heads(cross_attn->v_proj->forward(memory));
+void DecoderLayer::init_cache(LayerCache& c, const Var& memory) const {
+  const int64_t H = cross_attn->heads(), Dh = cross_attn->head_dim();
+  const int64_t rows = memory.size(0) * memory.size(1);  // [B0, S, D] as [B0 * S, H, Dh]
+  c.cross_k = cross_attn->k_proj->forward(memory).data().contiguous().reshape({rows, H, Dh});
+  c.cross_v = cross_attn->v_proj->forward(memory).data().contiguous().reshape({rows, H, Dh});
+  c.self_k = c.self_v = Tensor();
 }
 
-Var DecoderLayer::step(const Var& x_in, int64_t pos, LayerCache& c, const Tensor& cross_mask,
-                       Tensor* cross_weights) const {
-  ROSETTA_CHECK(pos < c.self_k.shape()[2], "decoder: step ", pos, " beyond the cache length ",
-                c.self_k.shape()[2]);
+namespace {
+// Appends x ([B, 1, D], contiguous) as rows [at, at + B) of cache ([capacity, H, Dh]), growing
+// it (doubling, never past what `steps_left` more steps of B rows need).
+void append_rows(Tensor& cache, const Tensor& x, int64_t at, int64_t steps_left, int64_t H, int64_t Dh) {
+  const int64_t B = x.shape()[0], need = at + B;
+  const int64_t capacity = cache.defined() ? cache.shape()[0] : 0;
+  if (need > capacity) {
+    const int64_t grown = std::max(need, std::min(2 * capacity, at + B * steps_left));
+    Tensor bigger = Tensor::empty({std::max(grown, int64_t(1)), H, Dh});
+    if (at > 0) bigger.narrow(0, 0, at).copy_(cache.narrow(0, 0, at));
+    cache = bigger;
+  }
+  cache.narrow(0, at, B).copy_(x.reshape({B, H, Dh}));
+}
+}  // namespace
+
+Var DecoderLayer::step(const Var& x_in, DecoderState& st, size_t layer, Tensor* cross_weights) const {
+  LayerCache& c = st.layers.at(layer);
+  const int64_t B = st.batch(), H = self_attn->heads(), Dh = self_attn->head_dim(), pos = st.length;
+  const double scale = 1.0 / std::sqrt(double(Dh));
+  // q_proj's output [B, 1, D] is the heads [B, H, Dh]; the context [B, H, Dh] is out_proj's input.
+  auto heads = [&](const Var& y) { return y.data().contiguous().reshape({B, H, Dh}); };
   Var x = sublayer(x_in, norm_first_, *norm1, *dropout_, [&](const Var& h) {
-    // Append this position's key and value, then attend over positions 0..pos.
-    Tensor k_slot = c.self_k.narrow(2, pos, 1), v_slot = c.self_v.narrow(2, pos, 1);
-    k_slot.copy_(self_attn->split_heads(self_attn->k_proj->forward(h)).data());
-    v_slot.copy_(self_attn->split_heads(self_attn->v_proj->forward(h)).data());
-    const Var q = self_attn->split_heads(self_attn->q_proj->forward(h));
-    return self_attn->attend(q, Var(c.self_k.narrow(2, 0, pos + 1)),
-                             Var(c.self_v.narrow(2, 0, pos + 1)), Tensor(), nullptr);
+    // Append this position's key and value, then attend over positions 0..pos of each row.
+    append_rows(c.self_k, self_attn->k_proj->forward(h).data().contiguous(), st.cache_rows, st.max_len - pos, H, Dh);
+    append_rows(c.self_v, self_attn->v_proj->forward(h).data().contiguous(), st.cache_rows, st.max_len - pos, H, Dh);
+    const Tensor ctx = attend_gathered(heads(self_attn->q_proj->forward(h)), c.self_k, c.self_v,
+                                       st.self_index.narrow(1, 0, pos + 1), scale);
+    return self_attn->out_proj->forward(Var(ctx.reshape({B, 1, H * Dh})));
   });
   x = sublayer(x, norm_first_, *norm2, *dropout_, [&](const Var& h) {
-    const Var q = cross_attn->split_heads(cross_attn->q_proj->forward(h));
-    return cross_attn->attend(q, c.cross_k, c.cross_v, cross_mask, cross_weights);
+    Tensor weights;
+    const Tensor ctx = attend_gathered(heads(cross_attn->q_proj->forward(h)), c.cross_k, c.cross_v, st.cross_index,
+                                       scale, cross_weights ? &weights : nullptr);
+    if (cross_weights) *cross_weights = weights.reshape({B, H, 1, weights.shape()[2]});
+    return cross_attn->out_proj->forward(Var(ctx.reshape({B, 1, H * Dh})));
   });
   return sublayer(x, norm_first_, *norm3, *dropout_, [&](const Var& h) { return ff->forward(h); });
 }
@@ -229,35 +249,14 @@ Var Decoder::forward(const Var& x_in, const Var& memory, const Tensor& self_mask
 // ------------------------------------------------------------------ decoder state
 
 namespace {
-// Rows `index` of the leading (batch) axis.
-Tensor take_rows(const Tensor& t, const Tensor& index) {
-  if (!t.defined()) return t;
-  Shape out_shape = t.shape();
-  out_shape[0] = index.numel();
-  const Tensor flat = t.contiguous().reshape({t.shape()[0], -1});
-  if (t.dtype() == DType::i32) {
-    // index_select is for float tables; masks are small, copy row by row.
-    Tensor out = Tensor::empty(out_shape, DType::i32);
-    const auto idx = index.to_vector<int32_t>();
-    for (size_t i = 0; i < idx.size(); ++i) out.select(0, int64_t(i)).copy_(t.select(0, idx[i]));
-    return out;
-  }
-  return index_select(flat, index).reshape(out_shape);
-}
-
-// Rows `index` of a self-attention cache [B, H, max_T, Dh] (contiguous), positions [0, length)
-// only: the others are written before they are read.
-Tensor take_cache_rows(const Tensor& t, const std::vector<int32_t>& index, int64_t length) {
-  const int64_t H = t.shape()[1], T = t.shape()[2], Dh = t.shape()[3];
-  ROSETTA_CHECK(t.is_contiguous() && t.dtype() == DType::f32 && length <= T, "decoder cache of shape ", t.shape(),
-                " is not a contiguous F32 cache of at least ", length, " positions");
-  Tensor out = Tensor::empty({int64_t(index.size()), H, T, Dh});
-  const float* src = t.data<float>();
-  float* dst = out.data<float>();
-  for (size_t i = 0; i < index.size(); ++i)
-    for (int64_t h = 0; h < H; ++h)
-      std::memcpy(dst + (int64_t(i) * H + h) * T * Dh, src + (int64_t(index[i]) * H + h) * T * Dh,
-                  size_t(length * Dh) * sizeof(float));
+// Rows `rows` of a [B, n] I32 table, its first `n` columns (the rest are written before read).
+Tensor take_index_rows(const Tensor& t, const std::vector<int32_t>& rows, int64_t n) {
+  const int64_t width = t.shape()[1];
+  Tensor out = Tensor::empty({int64_t(rows.size()), width}, DType::i32);
+  const int32_t* src = t.data<int32_t>();
+  int32_t* dst = out.data<int32_t>();
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::copy_n(src + int64_t(rows[i]) * width, n, dst + int64_t(i) * width);
   return out;
 }
 }  // namespace
@@ -267,17 +266,10 @@ void DecoderState::select(const Tensor& index) {
   std::vector<int32_t> next_sources(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     ROSETTA_CHECK(rows[i] >= 0 && rows[i] < batch(), "decoder state: row ", rows[i], " outside [0, ", batch(), ")");
-    next_sources[i] = sources.empty() ? rows[i] : sources[size_t(rows[i])];
+    next_sources[i] = sources[size_t(rows[i])];
   }
-  const bool same_sources = !sources.empty() && next_sources == sources;
-  for (LayerCache& c : layers) {
-    c.self_k = take_cache_rows(c.self_k, rows, length);
-    c.self_v = take_cache_rows(c.self_v, rows, length);
-    if (same_sources) continue;
-    c.cross_k = Var(take_rows(c.cross_k.data(), index));
-    c.cross_v = Var(take_rows(c.cross_v.data(), index));
-  }
-  if (!same_sources) src_mask = take_rows(src_mask, index);
+  self_index = take_index_rows(self_index, rows, length);
+  cross_index = take_index_rows(cross_index, rows, cross_index.shape()[1]);
   sources = std::move(next_sources);
 }
 
@@ -387,20 +379,33 @@ DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
   DecoderState st;
   const Var memory = encode(src);
   st.src_mask = key_padding_mask(src, options_.pad_id());
-  st.sources.resize(size_t(src.shape()[0]));
+  const int64_t B = src.shape()[0], S = src.shape()[1];
+  st.max_len = max_len;
+  st.sources.resize(size_t(B));
   std::iota(st.sources.begin(), st.sources.end(), 0);
+  st.self_index = Tensor::empty({B, max_len}, DType::i32);
+  st.cross_index = Tensor::empty({B, S}, DType::i32);
+  const int32_t* pad = st.src_mask.data<int32_t>();  // [B, 1, 1, S], contiguous
+  int32_t* ci = st.cross_index.data<int32_t>();
+  for (int64_t i = 0; i < B * S; ++i) ci[i] = pad[i] ? -1 : int32_t(i);  // row b's position s: b * S + s
   st.layers.resize(decoder->layers->size());
-  for (size_t i = 0; i < st.layers.size(); ++i) decoder->layers->at(i)->init_cache(st.layers[i], memory, max_len);
+  for (size_t i = 0; i < st.layers.size(); ++i) decoder->layers->at(i)->init_cache(st.layers[i], memory);
   return st;
 }
 
 Var Transformer::step(DecoderState& st, const Tensor& tokens, Tensor* cross_weights) const {
   ROSETTA_CHECK(tokens.dim() == 1 && tokens.shape()[0] == st.batch(), "decoder step: tokens ",
                 tokens.shape(), " for a batch of ", st.batch());
-  Var x = embed(*tgt_embed, tokens.reshape({st.batch(), 1}), st.length);
+  ROSETTA_CHECK(st.length < st.max_len, "decoder: step ", st.length, " beyond the cache length ", st.max_len);
+  const int64_t B = st.batch();
+  Var x = embed(*tgt_embed, tokens.reshape({B, 1}), st.length);
+  // This step's keys go to rows [cache_rows, + B) of every layer's cache, row r's at cache_rows + r.
+  int32_t* index = st.self_index.data<int32_t>();
+  for (int64_t r = 0; r < B; ++r) index[r * st.max_len + st.length] = int32_t(st.cache_rows + r);
   const size_t n = decoder->layers->size();
   for (size_t i = 0; i < n; ++i)
-    x = decoder->layers->at(i)->step(x, st.length, st.layers[i], st.src_mask, i + 1 == n ? cross_weights : nullptr);
+    x = decoder->layers->at(i)->step(x, st, i, i + 1 == n ? cross_weights : nullptr);
+  st.cache_rows += B;
   ++st.length;
   const Var logits = project(decoder->norm->forward(x));
   return reshape(logits, {st.batch(), logits.size(-1)});

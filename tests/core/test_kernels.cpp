@@ -372,6 +372,57 @@ TEST_CASE("index_select, its backward and gather_last", "[core]") {
   for (int i = 0; i < 4; ++i) REQUIRE(got[i] == float(x.at({i, idx.at({i}) > 0 ? int64_t(idx.at({i})) : 0})));
 }
 
+TEST_CASE("attend_gathered is softmax attention over the rows its index names", "[core]") {
+  Generator g(23);
+  // Small (inline) and large (split over threads) batches; an index viewed with a row stride
+  // (the decoder's [B, max_len] table, narrowed), hidden positions, and a row hiding all.
+  for (const int64_t R : {int64_t(3), int64_t(200)}) {
+    const int64_t H = 2, Dh = 8, N = 11, n = 6, width = 9;
+    const Tensor q = g.normal({R, H, Dh}), keys = g.normal({N, H, Dh}), values = g.normal({N, H, Dh});
+    std::vector<int32_t> idx(size_t(R * width));
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t p = 0; p < width; ++p)
+        idx[size_t(r * width + p)] = r == 1 ? -1 : int32_t(g.next_below(N + 1)) - 1;  // -1: hidden
+    const Tensor index = Tensor::from_vector(idx, {R, width}).narrow(1, 0, n);
+    const double scale = 0.35;
+    Tensor weights;
+    const Tensor out = attend_gathered(q, keys, values, index, scale, &weights);
+    REQUIRE(out.shape() == Shape{R, H, Dh});
+    REQUIRE(weights.shape() == Shape{R, H, n});
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t h = 0; h < H; ++h) {
+        std::vector<double> e(size_t(n), 0.0);
+        double m = -INFINITY, sum = 0;
+        for (int64_t p = 0; p < n; ++p) {
+          const int32_t j = idx[size_t(r * width + p)];
+          if (j < 0) continue;
+          double dot = 0;
+          for (int64_t d = 0; d < Dh; ++d) dot += double(q.at({r, h, d})) * double(keys.at({j, h, d}));
+          e[size_t(p)] = dot * scale;
+          m = std::max(m, e[size_t(p)]);
+        }
+        for (int64_t p = 0; p < n; ++p) {
+          e[size_t(p)] = idx[size_t(r * width + p)] < 0 ? 0.0 : std::exp(e[size_t(p)] - m);
+          sum += e[size_t(p)];
+        }
+        for (int64_t d = 0; d < Dh; ++d) {
+          double want = 0;
+          for (int64_t p = 0; p < n; ++p)
+            if (idx[size_t(r * width + p)] >= 0) want += e[size_t(p)] / sum * double(values.at({idx[size_t(r * width + p)], h, d}));
+          INFO("row " << r << " head " << h << " dim " << d);
+          REQUIRE(std::abs(double(out.at({r, h, d})) - want) < 1e-5);  // 0 where every position is hidden
+        }
+        for (int64_t p = 0; p < n; ++p)
+          REQUIRE(std::abs(double(weights.at({r, h, p})) - (sum > 0 ? e[size_t(p)] / sum : 0.0)) < 1e-6);
+      }
+  }
+  const Tensor q = g.normal({1, 1, 4}), kv = g.normal({3, 1, 4});
+  REQUIRE_THROWS_WITH(attend_gathered(q, kv, kv, Tensor::from_vector(std::vector<int32_t>{0, 3}, {1, 2}), 1.0),
+                      Catch::Contains("index 3"));
+  REQUIRE_THROWS_WITH(attend_gathered(q, kv, g.normal({3, 1, 5}), Tensor::from_vector(std::vector<int32_t>{0}, {1, 1}), 1.0),
+                      Catch::Contains("keys and values"));
+}
+
 TEST_CASE("layer norm forward and backward", "[core]") {
   Generator g(22);
   for (const Shape& s : {Shape{4, 8}, Shape{2, 3, 16}, Shape{300, 256}}) {

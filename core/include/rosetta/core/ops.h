@@ -175,6 +175,18 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
                             double smoothing, int32_t ignore_index, int64_t count, double g,
                             const GradOut& dlogits);
 
+// ------------------------------------------------------------------ a decoding step's attention (attention_step.cpp)
+
+// One query per row attending over keys and values found by index, for incremental decoding
+// (no gradients): q [R, H, Dh]; keys and values [N, H, Dh] (contiguous F32); index I32 [R, n],
+// unit stride along n: position p of row r is row index[r, p] of keys and values, or hidden
+// where it is -1. Returns the context [R, H, Dh], softmax(scale * q . k) . v per row and head
+// over the positions not hidden (zeros where all are), and the probabilities [R, H, n] in
+// *weights when given. Beams that share a prefix or a source share its rows: following them is
+// a copy of indices, not of keys.
+Tensor attend_gathered(const Tensor& q, const Tensor& keys, const Tensor& values, const Tensor& index,
+                       double scale, Tensor* weights = nullptr);
+
 // ------------------------------------------------------------------ indexing (index.cpp)
 
 // table [V, D], ids i32 of any shape S -> [S..., D].

@@ -117,10 +117,29 @@ class EncoderLayer : public Module {
   std::shared_ptr<Dropout> dropout_;
 };
 
-// Cached keys and values of one decoder layer during incremental decoding.
+// Cached keys and values of one decoder layer during incremental decoding. Rows are shared:
+// a beam reads its prefix's keys where they were written (DecoderState::self_index says which
+// rows), and every beam of a sentence reads its source's keys, so following beams copies
+// indices, never keys.
 struct LayerCache {
-  Tensor self_k, self_v;    // [B, H, max_T, Dh], filled up to the current length
-  Var cross_k, cross_v;     // [B, H, S, Dh], computed once from the encoder output
+  Tensor self_k, self_v;    // [capacity, H, Dh]: each step appends one row per beam
+  Tensor cross_k, cross_v;  // [B0 * S, H, Dh]: the keys of start()'s sources, computed once
+};
+
+// State of incremental (step-by-step) decoding for a batch.
+struct DecoderState {
+  std::vector<LayerCache> layers;
+  Tensor src_mask;  // [B0, 1, 1, S]: start()'s sources' padding (B0 rows, whatever select keeps)
+  int64_t length = 0;  // target positions decoded so far
+  int64_t max_len = 0;  // the most positions a row can decode
+  int64_t cache_rows = 0;  // rows of every layer's self_k / self_v written so far
+  std::vector<int32_t> sources;  // [B]: the row of start()'s source that each row decodes
+  Tensor self_index;   // I32 [B, max_len]: row r's keys at position p < length are row [r, p] of self_k
+  Tensor cross_index;  // I32 [B, S]: row r's source keys in cross_k, -1 where the source is padding
+  int64_t batch() const { return int64_t(sources.size()); }
+  // Keeps rows `index` (I32 [B']) of the batch, e.g. to follow beams or drop finished rows:
+  // copies their rows of self_index and cross_index, not keys or values.
+  void select(const Tensor& index);
 };
 
 class DecoderLayer : public Module {
@@ -132,10 +151,12 @@ class DecoderLayer : public Module {
   // and self-attention [B, H, T, T] probabilities.
   Var forward(const Var& x, const Var& memory, const Tensor& self_mask, const Tensor& cross_mask,
               Tensor* cross_weights = nullptr, Tensor* self_weights = nullptr) const;
-  // One step: x [B, 1, D] at position `pos`, with the cache holding positions < pos.
-  Var step(const Var& x, int64_t pos, LayerCache& cache, const Tensor& cross_mask,
-           Tensor* cross_weights = nullptr) const;
-  void init_cache(LayerCache& cache, const Var& memory, int64_t max_len) const;
+  // One step of layer `layer`: x [B, 1, D] at position state.length, its keys and values
+  // appended at rows [state.cache_rows, + B) of the layer's cache (Transformer::step moves
+  // both on after the last layer). cross_weights, if given, receives [B, H, 1, S].
+  Var step(const Var& x, DecoderState& state, size_t layer, Tensor* cross_weights = nullptr) const;
+  // The source's keys and values from the encoder output memory [B0, S, D]; no target rows yet.
+  void init_cache(LayerCache& cache, const Var& memory) const;
 
   std::shared_ptr<MultiHeadAttention> self_attn, cross_attn;
   std::shared_ptr<LayerNorm> norm1, norm2, norm3;
@@ -161,19 +182,6 @@ class Decoder : public Module {
               Tensor* last_cross_weights = nullptr) const;
   std::shared_ptr<ModuleListOf<DecoderLayer>> layers;
   std::shared_ptr<LayerNorm> norm;
-};
-
-// State of incremental (step-by-step) decoding for a batch.
-struct DecoderState {
-  std::vector<LayerCache> layers;
-  Tensor src_mask;  // [B, 1, 1, S]
-  int64_t length = 0;  // target positions decoded so far
-  std::vector<int32_t> sources;  // [B]: the row of start()'s source that each row decodes
-  int64_t batch() const { return src_mask.shape()[0]; }
-  // Keeps rows `index` (I32 [B']) of the batch, e.g. to follow beams or drop finished rows.
-  // Copies the self-attention caches up to `length` only, and the cross-attention caches and
-  // the mask only where a row's source changes (beams of one sentence share them).
-  void select(const Tensor& index);
 };
 
 class Transformer : public Module {
