@@ -1,13 +1,12 @@
 // One query per row attending over keys and values found by index: the attention of a decoding
 // step, where each beam's keys are rows of a shared buffer instead of a copy of its own.
-#include <cmath>
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "rosetta/core/ops.h"
+#include "softmax_row.h"
 #include "strided.h"
-#include "vecmath.h"
 
 namespace rosetta {
 
@@ -47,7 +46,10 @@ Tensor attend_gathered(const Tensor& q, const Tensor& keys, const Tensor& values
       const int32_t* row = idx + r * row_stride;
       const float* qr = pq + r * H * Dh;
       for (int64_t p = 0; p < n; ++p) {
-        if (row[p] < 0) continue;
+        if (row[p] < 0) {  // hidden: exp(-inf) is 0 in the softmax below
+          for (int64_t h = 0; h < H; ++h) prob[h * n + p] = ninf;
+          continue;
+        }
         const float* k = pk + int64_t(row[p]) * H * Dh;
         for (int64_t h = 0; h < H; ++h) {
           float dot = 0;
@@ -56,25 +58,12 @@ Tensor attend_gathered(const Tensor& q, const Tensor& keys, const Tensor& values
           prob[h * n + p] = dot * s;
         }
       }
-      float* o = po + r * H * Dh;
       for (int64_t h = 0; h < H; ++h) {
         float* ph = prob + h * n;
-        float m = ninf;
-        for (int64_t p = 0; p < n; ++p)
-          if (row[p] >= 0) m = std::max(m, ph[p]);
-        if (m == ninf) {  // every position hidden: zeros
-          for (int64_t p = 0; p < n; ++p) ph[p] = 0;
-          continue;
-        }
-        float sum = 0;
-        for (int64_t p = 0; p < n; ++p) {
-          ph[p] = row[p] < 0 ? 0.0f : detail::vexp(ph[p] - m);
-          sum += ph[p];
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t p = 0; p < n; ++p) ph[p] *= inv;
+        detail::softmax_row<false>(ph, ph, n, nullptr, 0);  // all hidden: zeros
         if (pw) std::copy(ph, ph + n, pw + (r * H + h) * n);
       }
+      float* o = po + r * H * Dh;
       for (int64_t p = 0; p < n; ++p) {
         if (row[p] < 0) continue;
         const float* v = pv + int64_t(row[p]) * H * Dh;

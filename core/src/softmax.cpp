@@ -6,6 +6,7 @@
 
 #include "backward.h"
 #include "rosetta/core/ops.h"
+#include "softmax_row.h"
 #include "strided.h"
 #include "vecmath.h"
 
@@ -17,64 +18,15 @@ namespace {
 // vectorised: a row costs about two passes over it).
 constexpr int64_t kSoftmaxCost = 2;
 
-template <class T>
-T row_max(const T* x, int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-
 // log(sum(exp(x - m))) + m, or -inf for a row that is all -inf.
 template <class T>
 double row_logsumexp(const T* x, int64_t n) {
-  const T m = row_max(x, n);
+  const T m = detail::row_max(x, n);
   if (m == -std::numeric_limits<T>::infinity()) return -INFINITY;
   T s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < n; ++j) s += detail::vexp(T(x[j] - m));
   return double(m) + std::log(double(s));
-}
-
-// One softmax row: out = exp(x - max) / sum over the unmasked entries (mask[j * ms] != 0
-// means masked; mask may be null). A fully masked row gives zeros. With Log, out = log of it
-// (zeros for a fully masked row).
-template <bool Log, class T>
-void softmax_row(const T* x, T* out, int64_t V, const int32_t* mask, int64_t ms) {
-  const T ninf = -std::numeric_limits<T>::infinity();
-  T m = ninf;
-  if (mask) {
-    for (int64_t j = 0; j < V; ++j) m = !mask[j * ms] && x[j] > m ? x[j] : m;
-  } else {
-    m = row_max(x, V);
-  }
-  if (m == ninf) {
-    for (int64_t j = 0; j < V; ++j) out[j] = T(0);
-    return;
-  }
-  T s = 0;
-  if (mask) {
-    for (int64_t j = 0; j < V; ++j) {
-      const T e = mask[j * ms] ? T(0) : detail::vexp(T(x[j] - m));
-      out[j] = e;
-      s += e;
-    }
-  } else {
-#pragma omp simd reduction(+ : s)
-    for (int64_t j = 0; j < V; ++j) {
-      const T e = detail::vexp(T(x[j] - m));
-      out[j] = e;
-      s += e;
-    }
-  }
-  if constexpr (Log) {
-    const T lse = m + T(std::log(double(s)));
-    for (int64_t j = 0; j < V; ++j) out[j] = (mask && mask[j * ms]) ? ninf : x[j] - lse;
-  } else {
-    const T inv = T(1) / s;
-#pragma omp simd
-    for (int64_t j = 0; j < V; ++j) out[j] *= inv;
-  }
 }
 
 template <bool Log>
@@ -95,7 +47,7 @@ Tensor softmax_impl(const Tensor& x_in, const Tensor& mask_in) {
     T* po = out.data<T>();
     if (!mask.defined()) {
       detail::parallel_rows(N, V * kSoftmaxCost, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) softmax_row<Log>(px + i * V, po + i * V, V, nullptr, 0);
+        for (int64_t i = b; i < e; ++i) detail::softmax_row<Log>(px + i * V, po + i * V, V, nullptr, 0);
       });
     } else {
       // Rows of x are contiguous; each row's mask is found from the broadcast strides.
@@ -110,7 +62,7 @@ Tensor softmax_impl(const Tensor& x_in, const Tensor& mask_in) {
             off += (rem % x.shape()[d]) * ms[d];
             rem /= x.shape()[d];
           }
-          softmax_row<Log>(px + i * V, po + i * V, V, pm + off, inner);
+          detail::softmax_row<Log>(px + i * V, po + i * V, V, pm + off, inner);
         }
       });
     }

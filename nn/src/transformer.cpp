@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 #include <sstream>
 #include <type_traits>
@@ -378,14 +377,14 @@ DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {
                 " outside [1, ", options_.max_len(), "]");
   DecoderState st;
   const Var memory = encode(src);
-  st.src_mask = key_padding_mask(src, options_.pad_id());
   const int64_t B = src.shape()[0], S = src.shape()[1];
   st.max_len = max_len;
   st.sources.resize(size_t(B));
   std::iota(st.sources.begin(), st.sources.end(), 0);
   st.self_index = Tensor::empty({B, max_len}, DType::i32);
   st.cross_index = Tensor::empty({B, S}, DType::i32);
-  const int32_t* pad = st.src_mask.data<int32_t>();  // [B, 1, 1, S], contiguous
+  const Tensor padding = key_padding_mask(src, options_.pad_id());  // [B, 1, 1, S], contiguous
+  const int32_t* pad = padding.data<int32_t>();
   int32_t* ci = st.cross_index.data<int32_t>();
   for (int64_t i = 0; i < B * S; ++i) ci[i] = pad[i] ? -1 : int32_t(i);  // row b's position s: b * S + s
   st.layers.resize(decoder->layers->size());

@@ -129,7 +129,6 @@ struct LayerCache {
 // State of incremental (step-by-step) decoding for a batch.
 struct DecoderState {
   std::vector<LayerCache> layers;
-  Tensor src_mask;  // [B0, 1, 1, S]: start()'s sources' padding (B0 rows, whatever select keeps)
   int64_t length = 0;  // target positions decoded so far
   int64_t max_len = 0;  // the most positions a row can decode
   int64_t cache_rows = 0;  // rows of every layer's self_k / self_v written so far
