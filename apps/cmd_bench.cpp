@@ -185,6 +185,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--precision", a->precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
       ->capture_default_str();
   cmd->callback([a] {
+    ROSETTA_CHECK(a->decode || a->precision != "int8",
+                  "--precision int8 is for decoding (bench --decode, translate, eval); training runs fp32 or bf16");
     set_num_threads(a->threads);
     apply_precision(a->precision, /*say_auto=*/true);
     const Preset p = preset(a->preset);

@@ -27,7 +27,7 @@ struct DecodeArgs {
   int64_t max_len_b = 10;
   int no_repeat_ngram = 0;   // > 0: no hypothesis repeats an n-gram of this length
   std::string memory_limit;  // "" = what is available (resources.h)
-  std::string precision = "auto";  // of matrix products: fp32 | bf16 | auto
+  std::string precision = "auto";  // of matrix products: fp32 | bf16 | int8 | auto
 
   nn::SearchOptions options() const {
     return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b)
@@ -35,10 +35,12 @@ struct DecodeArgs {
   }
 };
 
-// --precision of translate, eval and bench: the choices and their help.
-inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "auto"};
+// --precision of translate, eval and bench (int8 for decoding only): the choices and their help.
+inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "int8", "auto"};
 inline constexpr const char* kPrecisionHelp =
-    "matrix products: fp32, bf16 (bf16 operands, fp32 sums) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x or more of its fp32 multiply-add rate)";
+    "matrix products: fp32, bf16 (bf16 operands, fp32 sums), int8 (decoding only: weights and activations "
+    "quantized to int8, exact int32 sums; needs AVX512_VNNI) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x "
+    "or more of its fp32 multiply-add rate, else fp32)";
 
 // Sets the precision of the command's matrix products. Where the CPU does not give what was asked
 // (bf16 absent, or slower than fp32), one line says so; under `auto`, the default, translate and

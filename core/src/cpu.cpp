@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gemm_bf16.h"
+#include "gemm_int8.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/tensor.h"
 
@@ -61,6 +62,7 @@ CpuFeatures read_cpu() {
     f.avx512dq = zmm_os && (b & (1u << 17));
     f.avx512bw = zmm_os && (b & (1u << 30));
     f.avx512vl = zmm_os && (b & (1u << 31));
+    f.avx512_vnni = zmm_os && (c & (1u << 11));
     f.amx_bf16 = amx_os && (d & (1u << 22));
     f.amx_tile = amx_os && (d & (1u << 24));
     __get_cpuid_count(7, 1, &a, &b, &c, &d);
@@ -242,13 +244,18 @@ double measure_bf16_gemm_gflops(int n) {
   });
 }
 
-const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+const char* precision_name(Precision p) {
+  return p == Precision::bf16 ? "bf16" : p == Precision::int8 ? "int8" : "fp32";
+}
 
 Precision parse_precision(const std::string& s) {
   if (s == "fp32") return Precision::fp32;
   if (s == "bf16") return Precision::bf16;
-  ROSETTA_FAIL("unknown precision '", s, "' (fp32 or bf16)");
+  if (s == "int8") return Precision::int8;
+  ROSETTA_FAIL("unknown precision '", s, "' (fp32, bf16 or int8)");
 }
+
+bool int8_supported() { return detail::gemm_int8_available(); }
 
 bool bf16_supported() { return detail::gemm_bf16_available(); }
 
@@ -275,7 +282,14 @@ Precision auto_precision(bool supported, double speedup) {
 Precision resolve_precision(const std::string& choice, std::string* note) {
   if (note) note->clear();
   if (choice == "fp32") return Precision::fp32;
-  ROSETTA_CHECK(choice == "bf16" || choice == "auto", "unknown precision '", choice, "' (fp32, bf16 or auto)");
+  if (choice == "int8") {
+    if (int8_supported()) return Precision::int8;
+    if (note)
+      *note = "this CPU (" + cpu_isa_name() +
+              ") has no int8 dot products (AVX512_VNNI): matrix products run in fp32 instead of the int8 asked for";
+    return Precision::fp32;
+  }
+  ROSETTA_CHECK(choice == "bf16" || choice == "auto", "unknown precision '", choice, "' (fp32, bf16, int8 or auto)");
   if (!bf16_supported()) {
     if (note)
       *note = "this CPU (" + cpu_isa_name() + ") has no bf16 dot products (AVX512_BF16): matrix products run in fp32" +
@@ -296,7 +310,9 @@ Precision resolve_precision(const std::string& choice, std::string* note) {
 }
 
 void set_matmul_precision(Precision p) {
-  ROSETTA_CHECK(p == Precision::fp32 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",
+  ROSETTA_CHECK(p != Precision::bf16 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",
+                cpu_isa_name(), ") does not have");
+  ROSETTA_CHECK(p != Precision::int8 || int8_supported(), "int8 matrix products need AVX512_VNNI, which this CPU (",
                 cpu_isa_name(), ") does not have");
   g_precision.store(p, std::memory_order_relaxed);
 }

@@ -12,6 +12,7 @@
 
 #include "backward.h"
 #include "gemm_bf16.h"
+#include "gemm_int8.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
@@ -195,7 +196,7 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   out.bump_version();
 }
 
-// The bf16 packings of weights kept by the innermost PackedWeightsScope of this thread.
+// The bf16 and int8 packings of weights kept by the innermost PackedWeightsScope of this thread.
 struct PackedWeightsScope::Cache {
   struct Key {
     uint64_t storage, version;
@@ -206,6 +207,7 @@ struct PackedWeightsScope::Cache {
     }
   };
   std::map<Key, std::unique_ptr<detail::PackedB>> packed;
+  std::map<Key, std::unique_ptr<detail::PackedBInt8>> packed_int8;
 };
 
 namespace {
@@ -218,12 +220,38 @@ PackedWeightsScope::~PackedWeightsScope() {
   delete cache_;
 }
 
+namespace {
+// out = a @ b + bias in int8 (a weight b packed once per PackedWeightsScope) where the precision
+// is int8, a scope is open, and the operands suit the kernel; false (nothing done) otherwise.
+bool int8_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  PackedWeightsScope::Cache* cache = t_packed_weights;
+  if (matmul_precision() != Precision::int8 || !cache) return false;
+  const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  const bool has_bias = bias.defined();
+  if (out.dtype() != DType::f32 || a.dtype() != DType::f32 || b.dtype() != DType::f32) return false;
+  if ((has_bias && (bias.dtype() != DType::f32 || !bias.is_contiguous())) || out.shape() != Shape{M, N}) return false;
+  const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
+  if (!la.ok || !lb.ok || !lc.ok || la.trans == CblasTrans || lc.trans == CblasTrans) return false;
+  const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld, lb.trans == CblasTrans};
+  std::unique_ptr<detail::PackedBInt8>& packed = cache->packed_int8[key];
+  if (!packed) {
+    packed = std::make_unique<detail::PackedBInt8>();
+    detail::pack_b_int8(key.trans, K, N, b.data<float>(), lb.ld, *packed);
+  }
+  detail::gemm_int8_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, bf16_threads(M, N, K),
+                           has_bias ? bias.data<float>() : nullptr);
+  out.bump_version();
+  return true;
+}
+}  // namespace
+
 void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const bool has_bias = bias.defined();
   ROSETTA_CHECK(a.dim() == 2 && b.dim() == 2 && (!has_bias || (bias.dim() == 1 && bias.shape()[0] == b.shape()[1])),
                 "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", (has_bias ? bias.shape() : Shape{}),
                 " are not [M, K], [K, N] and [N]");
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (int8_product_into(out, a, b, bias)) return;
   if (bf16_product(M, N, K, {&out, &a, &b}) && (!has_bias || bias.dtype() == DType::f32) && b.shape()[0] == K &&
       out.shape() == Shape{M, N}) {
     const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);

@@ -84,6 +84,7 @@ void TrainConfig::validate() const {
   positive("valid-beam", valid_beam);
   ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
   ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
+  ROSETTA_CHECK(precision != "int8", "--precision int8 is for decoding (translate, eval); training runs fp32, bf16 or auto");
   ROSETTA_CHECK(precision == "fp32" || precision == "bf16" || precision == "auto", "--precision must be fp32, bf16 ",
                 "or auto, got '", precision, "'");
   ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == "copy",

@@ -10,6 +10,10 @@
 // - bf16 (Precision::bf16): rosetta's own micro-kernels on AVX512_BF16 (VDPBF16PS: pairs of
 //   bf16 products summed into fp32 lanes). Operands are rounded to bf16 (round to nearest even)
 //   as they are packed; products and sums are fp32, and so is the result.
+// - int8 (Precision::int8, inference only): rosetta's own micro-kernels on AVX512_VNNI
+//   (VPDPBUSD: four int8 products summed into int32 lanes) for the products of activations by
+//   weights while decoding (inside a PackedWeightsScope): each weight column quantized to int8
+//   once, each activation row as the product runs, sums exact in int32, results fp32.
 #pragma once
 
 #include <string>
@@ -24,6 +28,7 @@ struct CpuFeatures {
   bool sse3 = false, avx = false, avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false;               // VDPBF16PS, VCVTNEPS2BF16
+  bool avx512_vnni = false;               // VPDPBUSD: int8 dot products summed in int32
   bool amx_tile = false, amx_bf16 = false;  // reported; rosetta has no AMX kernels yet
 };
 
@@ -81,10 +86,16 @@ double measure_bf16_gemm_gflops(int n = 2048);
 
 // ------------------------------------------------------------------ precision of matmuls
 
-enum class Precision { fp32, bf16 };
+// int8 is for inference: only products by weights inside a PackedWeightsScope (decoding) run in
+// int8; every other product, and training, stays fp32 under it.
+enum class Precision { fp32, bf16, int8 };
 const char* precision_name(Precision p);
-// Parses "fp32" or "bf16"; throws naming the value otherwise.
+// Parses "fp32", "bf16" or "int8"; throws naming the value otherwise.
 Precision parse_precision(const std::string& s);
+
+// True when the CPU has int8 dot products (AVX512_VNNI with AVX-512 F/BW/VL/DQ) that rosetta's
+// int8 kernels use.
+bool int8_supported();
 
 // True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
 bool bf16_supported();
@@ -106,14 +117,16 @@ Precision auto_precision(bool supported, double speedup);
 // AVX512_BF16, "bf16" and "auto" give fp32. `note` (when given) gets one line wherever the result
 // is not what the choice names at full speed (fp32 for "bf16" or "auto" on a CPU without
 // AVX512_BF16 or with slow bf16 dot products, bf16 asked for where it is slow); otherwise it is
-// cleared. Throws naming any other value.
+// cleared. "int8" (decoding only) gives int8 where int8_supported(), else fp32 with a note; auto
+// never chooses int8 (it changes results, not just their rounding). Throws naming any other value.
 Precision resolve_precision(const std::string& choice, std::string* note = nullptr);
 
 // The precision of float32 matrix products (matmul, linear, attention) for the whole process:
-// fp32 (the default) or bf16 operands with fp32 accumulation and fp32 results. Weights,
+// fp32 (the default), bf16 operands with fp32 accumulation and fp32 results, or int8 (see
+// Precision: decoding's products by weights only). Weights,
 // gradients, optimizer state, losses, softmax and layer norm stay fp32 either way; float64
 // products (gradchecks) are never affected. Setting bf16 where bf16_supported() is false
-// throws. Set it between steps, not while another thread runs products.
+// throws, and int8 where int8_supported() is false. Set it between steps, not while another thread runs products.
 void set_matmul_precision(Precision p);
 Precision matmul_precision();
 

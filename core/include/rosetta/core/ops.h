@@ -127,10 +127,11 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
 // scale are applied as the product is stored; otherwise as matmul and unary_backward compute them.
 void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx);
 
-// While one lives on this thread, bf16 products of matmul_bias_into keep `b` (a weight) packed
-// for bf16 from its first use to the end of the scope and reuse the packing while the weight is
-// unchanged (same storage and version): decoding multiplies every step by the same weights. The
-// weights must not be written through raw pointers meanwhile. fp32 products are not affected.
+// While one lives on this thread, bf16 and int8 products of matmul_bias_into keep `b` (a weight)
+// packed (for int8: quantized) from its first use to the end of the scope and reuse the packing
+// while the weight is unchanged (same storage and version): decoding multiplies every step by the
+// same weights. The weights must not be written through raw pointers meanwhile. fp32 products are
+// not affected; int8 products run only inside one.
 class PackedWeightsScope {
  public:
   PackedWeightsScope();

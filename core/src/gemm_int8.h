@@ -1,0 +1,34 @@
+// rosetta's int8 GEMM for inference (AVX512_VNNI), internal to core. See gemm_int8.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace rosetta::detail {
+
+// A weight matrix op(B) (K x N) quantized once for many products: column j (an output feature)
+// as int8 values q[k][j] = round(B[k][j] / scale[j]), scale[j] = max_k |B[k][j]| / 127, laid
+// out as the micro-kernel reads it (slivers of 32 columns, 4 consecutive k per 32-bit word).
+struct PackedBInt8 {
+  int64_t K = 0, N = 0;
+  int8_t* q = nullptr;       // owned, 64-byte aligned
+  float* scale = nullptr;    // [N rounded up to 32]
+  int32_t* comp = nullptr;   // [N rounded up to 32]: 128 * sum_k q[k][j] (A is shifted to u8)
+  PackedBInt8() = default;
+  PackedBInt8(const PackedBInt8&) = delete;
+  PackedBInt8& operator=(const PackedBInt8&) = delete;
+  ~PackedBInt8();
+};
+// op(B) is B[k*ldb + j], or B[j*ldb + k] when trans_b (a Linear's [out, in] weight).
+void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedBInt8& out);
+
+// C = A @ B (+ bias, N values added to every row, when given), A fp32 M x K row-major (rows lda
+// apart), C fp32 (rows ldc apart). Each row of A is quantized to int8 by its own scale
+// (max |a| / 127), products are summed exactly in int32 (VPDPBUSD) and scaled back to fp32.
+// Uses up to `threads` OpenMP threads. Only where gemm_int8_available().
+void gemm_int8_packed(int64_t M, const float* a, int64_t lda, const PackedBInt8& b, float* c, int64_t ldc,
+                      int threads, const float* bias = nullptr);
+
+// The CPU has AVX512_VNNI (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
+bool gemm_int8_available();
+
+}  // namespace rosetta::detail
