@@ -365,6 +365,11 @@ TEST_CASE("bad input: more model replicas than threads", "[badinput]") {
   require_bad_config("replicas=-1\n", {"--replicas must not be negative, got -1"});
 }
 
+TEST_CASE("bad input: int8 asked of training", "[badinput]") {
+  require_bad_config("precision=\"int8\"\n", {"c.toml", "precision", "int8 not in {fp32,bf16,auto}"});
+  require_error(run_rosetta("bench --preset tiny --steps 1 --precision int8"), {"--precision int8 is for decoding"});
+}
+
 TEST_CASE("bad input: a config with d_model not divisible by heads", "[badinput]") {
   require_bad_config("d-model=30\nheads=4\n", {"--d-model 30 is not divisible by --heads 4"});
 }

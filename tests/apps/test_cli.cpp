@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
+#include "rosetta/core/cpu.h"
 
 using rosetta::test::RunResult;
 using rosetta::test::TempDir;
@@ -228,4 +229,10 @@ TEST_CASE("translate keeps empty input lines empty", "[cli]") {
   REQUIRE(out[0] == "1 2 3");
   REQUIRE(out[1].empty());
   REQUIRE(out[2] == "4 5");
+  // int8 decoding (fp32 with a note where the CPU has no VNNI) copies as well.
+  r = run_rosetta("translate --beam 2 --precision int8 --model " + dir.str(), "1 2 3\n\n4 5\n");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  if (!rosetta::int8_supported()) REQUIRE_THAT(r.output, Catch::Contains("AVX512_VNNI"));
+  REQUIRE_THAT(r.output, Catch::Contains("1 2 3\n\n4 5\n"));
 }
