@@ -214,8 +214,11 @@ namespace {
 thread_local PackedWeightsScope::Cache* t_packed_weights = nullptr;
 }
 
-PackedWeightsScope::PackedWeightsScope() : cache_(new Cache), outer_(t_packed_weights) { t_packed_weights = cache_; }
+PackedWeightsScope::PackedWeightsScope() : cache_(t_packed_weights ? nullptr : new Cache), outer_(t_packed_weights) {
+  if (cache_) t_packed_weights = cache_;
+}
 PackedWeightsScope::~PackedWeightsScope() {
+  if (!cache_) return;  // nested: the outer scope's packings stay
   t_packed_weights = outer_;
   delete cache_;
 }

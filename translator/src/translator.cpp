@@ -228,6 +228,7 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
   }
   if (check_batch)
     for (const Span& b : batches) check_batch(int64_t(b.end - b.begin), b.len);
+  const PackedWeightsScope packed_weights;  // bf16 or int8 weights packed once for all batches
   for (const Span& b : batches) {
     std::vector<int32_t> flat((b.end - b.begin) * size_t(b.len), model.options().pad_id());
     for (size_t r = b.begin; r < b.end; ++r)

@@ -131,7 +131,8 @@ void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, 
 // packed (for int8: quantized) from its first use to the end of the scope and reuse the packing
 // while the weight is unchanged (same storage and version): decoding multiplies every step by the
 // same weights. The weights must not be written through raw pointers meanwhile. fp32 products are
-// not affected; int8 products run only inside one.
+// not affected; int8 products run only inside one. A scope opened inside another on the same
+// thread shares the outer one's packings (a translation of many batches packs its weights once).
 class PackedWeightsScope {
  public:
   PackedWeightsScope();
