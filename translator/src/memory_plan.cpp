@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include "rosetta/core/cpu.h"
 #include "rosetta/translator/translator.h"
 
 namespace rosetta::translator {
@@ -106,32 +107,39 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
 // --batch-tokens 16777216 (256 sentences of up to 60 tokens, beam 4) peaked at 1.29 GiB
 // resident, where the plan said 1.1 GiB; since, the test's shape gives 1.31x its peak.
 MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t src_len,
-                         const nn::SearchOptions& search, int64_t batch_tokens) {
+                         const nn::SearchOptions& search, int64_t batch_tokens, int decoders) {
   const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads()), V = double(o.tgt_vocab());
   const double S = double(src_len), R = double(rows * search.beam());
   const double T = double(std::min<int64_t>(int64_t(search.max_len_a() * S) + search.max_len_b(), o.max_len() - 1) + 1);
   const double caches = kFloat * 2 * double(o.decoder_layers()) * (R * T + double(rows) * S) * D;
+  const double n = double(std::max(decoders, 1)), params = double(parameter_count(o));
   MemoryPlan plan;
   plan.what = "translating the largest batch";
-  plan.parts = {{"weights", kFloat * (double(parameter_count(o)) + double(o.max_len()) * D)},
-                {"encoder", kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
-                {"beams' keys and values", caches + kFloat * R * T * D},
-                {"a step", kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
+  if (decoders > 1) plan.what += " on each of " + std::to_string(decoders) + " threads at once";
+  plan.parts = {{"weights", kFloat * (params + double(o.max_len()) * D)},
+                {"encoder", n * kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
+                {"beams' keys and values", n * (caches + kFloat * R * T * D)},
+                {"a step", n * kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
+  // bf16 and int8 products pack the weights once per decoding thread (bf16: 2 bytes a weight,
+  // int8: 1 and its column's scale).
+  if (matmul_precision() != Precision::fp32)
+    plan.parts.emplace_back("packed weights", n * params * (matmul_precision() == Precision::bf16 ? 2.0 : 1.0));
   std::ostringstream d;
   d << "the sizes follow --batch-tokens " << batch_tokens << " (" << rows << " sentences of up to " << src_len
     << " tokens; " << kMaxBatchRows << " at most) --beam " << search.beam() << " --max-len-a " << number(search.max_len_a())
     << " --max-len-b " << search.max_len_b() << " and the model (d_model " << o.d_model() << ", decoder layers "
     << o.decoder_layers() << ", vocabulary " << o.tgt_vocab()
-    << "): choose a smaller --batch-tokens or --beam";
+    << (decoders > 1 ? "), " + std::to_string(decoders) + " batches at once (one per thread" : "")
+    << "): choose a smaller --batch-tokens or --beam" << (decoders > 1 ? ", or fewer --threads" : "");
   plan.drivers = d.str();
   return plan;
 }
 
-std::function<void(int64_t, int64_t)> decoding_check(const MemoryBudget& budget,
+std::function<void(int64_t, int64_t, int)> decoding_check(const MemoryBudget& budget,
                                                       const nn::TransformerOptions& model_options,
                                                       const nn::SearchOptions& search, int64_t batch_tokens) {
-  return [&budget, model_options, search, batch_tokens](int64_t rows, int64_t src_len) {
-    budget.check(decoding_plan(model_options, rows, src_len, search, batch_tokens));
+  return [&budget, model_options, search, batch_tokens](int64_t rows, int64_t src_len, int decoders) {
+    budget.check(decoding_plan(model_options, rows, src_len, search, batch_tokens, decoders));
   };
 }
 

@@ -1,6 +1,9 @@
 #include "rosetta/translator/translator.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
@@ -226,16 +229,39 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
     const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, kMaxBatchRows));
     batches.push_back({at, std::min(order.size(), at + B), S});
   }
+  // One batch per thread at once: a decoding step's operations are small, and sharing each out
+  // costs a barrier (a wake-up of the other threads) for little work; measured on 2 threads,
+  // they made a translation only 1.1-1.2x faster than 1 thread.
+  const int decoders = int(std::min<size_t>(size_t(std::max(get_num_threads(), 1)), batches.size()));
   if (check_batch)
-    for (const Span& b : batches) check_batch(int64_t(b.end - b.begin), b.len);
-  const PackedWeightsScope packed_weights;  // bf16 or int8 weights packed once for all batches
-  for (const Span& b : batches) {
+    for (const Span& b : batches) check_batch(int64_t(b.end - b.begin), b.len, decoders);
+  auto decode = [&](const Span& b) {
     std::vector<int32_t> flat((b.end - b.begin) * size_t(b.len), model.options().pad_id());
     for (size_t r = b.begin; r < b.end; ++r)
       std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - b.begin) * b.len);
     const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(b.end - b.begin), b.len}), options);
     for (size_t r = b.begin; r < b.end; ++r) out[order[r]] = hyps[r - b.begin];
+  };
+  if (decoders <= 1) {
+    const PackedWeightsScope packed_weights;  // bf16 or int8 weights packed once for all batches
+    for (const Span& b : batches) decode(b);
+    return out;
   }
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+#pragma omp parallel num_threads(decoders)
+  {
+    try {
+      const PackedWeightsScope packed_weights;  // per thread: packed once for its batches
+      for (size_t i; (i = next.fetch_add(1)) < batches.size();) decode(batches[i]);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = batches.size();  // the other threads stop after their batch
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

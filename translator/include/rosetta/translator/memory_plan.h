@@ -26,12 +26,13 @@ double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_to
 train::MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks);
 
 // Translating with `model_options` a batch of `rows` sources of `src_len` tokens (`search` sets
-// the beam and the target length limit), once the model is loaded.
+// the beam and the target length limit) on each of `decoders` threads at once, once the model is
+// loaded.
 train::MemoryPlan decoding_plan(const nn::TransformerOptions& model_options, int64_t rows, int64_t src_len,
-                                const nn::SearchOptions& search, int64_t batch_tokens);
+                                const nn::SearchOptions& search, int64_t batch_tokens, int decoders = 1);
 // Translator::translate's batch check: refuses (throws) a batch whose decoding_plan exceeds `budget`.
 // The budget is held by reference: it must outlive the check.
-std::function<void(int64_t rows, int64_t src_len)> decoding_check(const train::MemoryBudget& budget,
+std::function<void(int64_t rows, int64_t src_len, int decoders)> decoding_check(const train::MemoryBudget& budget,
                                                                    const nn::TransformerOptions& model_options,
                                                                    const nn::SearchOptions& search,
                                                                    int64_t batch_tokens);

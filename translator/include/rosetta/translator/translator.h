@@ -83,10 +83,13 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
 // Translates lines with `model` in length-sorted batches of at most `batch_tokens` source
 // tokens and kMaxBatchRows sentences; returns the hypotheses in input order. Sources longer
 // than the model's maximum length are cut to it and counted in *truncated. A line the codec
-// rejects throws "line N: ...". `check_batch`, when given, sees every batch's size (rows,
-// source length) before any is decoded, and may throw to refuse the job (apps check memory).
+// rejects throws "line N: ...". With several threads, batches decode side by side, one per
+// thread (longest first, each taken by the next thread free; the operations inside a batch
+// then run on their thread alone); the results do not depend on the number of threads.
+// `check_batch`, when given, sees every batch's size (rows, source length) and how many batches
+// decode at once before any is decoded, and may throw to refuse the job (apps check memory).
 inline constexpr int64_t kMaxBatchRows = 256;
-using BatchCheck = std::function<void(int64_t rows, int64_t src_len)>;
+using BatchCheck = std::function<void(int64_t rows, int64_t src_len, int decoders)>;
 std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
