@@ -5,7 +5,7 @@
       writes RUN_DIR's translator (a pre-norm Transformer with tied, shared embeddings) as a
       CTranslate2 model: the same weights, the same interleaved sinusoidal positions, the
       SentencePiece model's pieces as both vocabularies.
-  ct2.py translate CT2_DIR SPM_MODEL [--beam 4] [--threads 2] [--batch-tokens 2048]
+  ct2.py translate CT2_DIR SPM_MODEL [--beam 4] [--threads 2] [--batch-tokens 2048] [--batches-at-once 1]
       translates stdin line by line to stdout with rosetta's decoding defaults (beam 4, length
       penalty 1, at most 1.5 x source + 10 pieces), and prints the seconds the translation took
       (model loaded, tokenizer included) on stderr as `seconds N`.
@@ -135,24 +135,30 @@ def translate(args):
         lines.pop()
     t0 = time.perf_counter()
     sp = sentencepiece.SentencePieceProcessor(model_file=args.spm)
-    model = ctranslate2.Translator(args.ct2_dir, device="cpu", intra_threads=args.threads, inter_threads=1,
-                                   compute_type=args.compute_type)
+    # --batches-at-once N: N batches decode side by side (CTranslate2's inter_threads), each on
+    # threads / N threads (intra_threads); 1 (the default): one batch at a time on all threads.
+    inter = max(1, min(args.batches_at_once, args.threads))
+    model = ctranslate2.Translator(args.ct2_dir, device="cpu", intra_threads=max(1, args.threads // inter),
+                                   inter_threads=inter, compute_type=args.compute_type)
     src = [sp.encode(line, out_type=str) for line in lines]
     out = [""] * len(src)
     todo = [i for i, s in enumerate(src) if s]
     # rosetta's rule: at most 1.5 x S + 10 pieces. CTranslate2 takes one limit per call, so
     # sentences go in groups of one source length, longest first (rosetta's batches too).
     todo.sort(key=lambda i: -len(src[i]))
-    at = 0
+    at, pending = 0, []
     while at < len(todo):
         n = len(src[todo[at]])
         rows = max(1, args.batch_tokens // n)
         group = todo[at:at + rows]
         res = model.translate_batch([src[i] for i in group], beam_size=args.beam, length_penalty=1.0,
-                                    max_decoding_length=int(1.5 * n + 10), max_batch_size=0)
-        for i, r in zip(group, res):
-            out[i] = sp.decode(r.hypotheses[0])
+                                    max_decoding_length=int(1.5 * n + 10), max_batch_size=0,
+                                    asynchronous=inter > 1)
+        pending.append((group, res))
         at += len(group)
+    for group, res in pending:
+        for i, r in zip(group, res):
+            out[i] = sp.decode((r.result() if inter > 1 else r).hypotheses[0])
     seconds = time.perf_counter() - t0
     sys.stdout.write("".join(line + "\n" for line in out))
     print(f"seconds {seconds:.3f}", file=sys.stderr)
@@ -173,6 +179,7 @@ def main():
     t.add_argument("--threads", type=int, default=2)
     t.add_argument("--batch-tokens", type=int, default=2048)
     t.add_argument("--compute-type", default="default")
+    t.add_argument("--batches-at-once", type=int, default=1)
     args = ap.parse_args()
     convert(args) if args.cmd == "convert" else translate(args)
 

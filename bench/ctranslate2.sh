@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Decoding against CTranslate2 on one trained translator: converts RUN_DIR (bench/ct2.py), then
 # translates a file of source lines with `rosetta translate` (each --precision given) and
-# CTranslate2 (float32 and int8), alternating rounds, and prints each one's median seconds,
-# sentences/s and how many lines agree with rosetta's first precision.
+# CTranslate2 (float32 and int8; ctranslate2-TYPE-N: N batches side by side, each on threads / N
+# threads), alternating rounds, and prints each one's median seconds, sentences/s and how many
+# lines agree with rosetta's first precision.
 #
 #   bench/ctranslate2.sh RUN_DIR SOURCE_LINES [--rounds 3] [--threads 2] [--beam 4] [--precisions "fp32"]
 #
@@ -32,6 +33,9 @@ py=${VENV:-$root/../venv}/bin/python
 out=$(mktemp -d)
 for q in float32 int8; do "$py" "$root/bench/ct2.py" convert "$run" "$out/ct2-$q" --quantization "$q"; done
 n=$(grep -c '' "$src")
+# CTranslate2 one batch at a time on all threads (intra_threads), and, with 2 threads or more,
+# also one batch per thread side by side (inter_threads), as rosetta decodes.
+at_once=1; [ "$threads" -ge 2 ] && at_once="1 $threads"
 for r in $(seq "$rounds"); do
   for p in $precisions; do
     s=$(date +%s.%N)
@@ -40,16 +44,20 @@ for r in $(seq "$rounds"); do
     echo "rosetta-$p $(echo "$e - $s" | bc)" >> "$out/times"
   done
   for q in float32 int8; do
-    "$py" "$root/bench/ct2.py" translate "$out/ct2-$q" "$run/src.model" --beam "$beam" --threads "$threads" \
-      < "$src" > "$out/ctranslate2-$q.txt" 2> "$out/err"
-    echo "ctranslate2-$q $(awk '/^seconds/ {print $2}' "$out/err")" >> "$out/times"
+    for at in $at_once; do
+      k=ctranslate2-$q-$at
+      "$py" "$root/bench/ct2.py" translate "$out/ct2-$q" "$run/src.model" --beam "$beam" --threads "$threads" \
+        --batches-at-once "$at" < "$src" > "$out/$k.txt" 2> "$out/err"
+      echo "$k $(awk '/^seconds/ {print $2}' "$out/err")" >> "$out/times"
+    done
   done
 done
 first=rosetta-${precisions%% *}
-printf '%-20s %9s %12s %22s\n' "decoder" "median s" "sentences/s" "lines as $first"
-for k in $precisions; do echo "rosetta-$k"; done | cat - <(printf 'ctranslate2-float32\nctranslate2-int8\n') | while read -r k; do
+printf '%-24s %9s %12s %22s\n' "decoder" "median s" "sentences/s" "lines as $first"
+{ for k in $precisions; do echo "rosetta-$k"; done
+  for q in float32 int8; do for at in $at_once; do echo "ctranslate2-$q-$at"; done; done; } | while read -r k; do
   med=$(awk -v k="$k" '$1 == k {print $2}' "$out/times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   same=$(paste -d'\n' "$out/$first.txt" "$out/$k.txt" | paste - - | awk -F'\t' '$1 == $2' | wc -l)
-  printf '%-20s %9.2f %12.0f %16s of %s\n' "$k" "$med" "$(echo "$n / $med" | bc -l)" "$same" "$n"
+  printf '%-24s %9.2f %12.0f %16s of %s\n' "$k" "$med" "$(echo "$n / $med" | bc -l)" "$same" "$n"
 done
 echo "(beam $beam, $threads threads, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); outputs in $out)"
