@@ -12,6 +12,7 @@
 
 #include "backward.h"
 #include "gemm_bf16.h"
+#include "gemm_f32_packed.h"
 #include "gemm_int8.h"
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/ops.h"
@@ -196,7 +197,8 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   out.bump_version();
 }
 
-// The bf16 and int8 packings of weights kept by the innermost PackedWeightsScope of this thread.
+// The fp32, bf16 and int8 packings of weights kept by the outermost PackedWeightsScope of this
+// thread.
 struct PackedWeightsScope::Cache {
   struct Key {
     uint64_t storage, version;
@@ -208,6 +210,7 @@ struct PackedWeightsScope::Cache {
   };
   std::map<Key, std::unique_ptr<detail::PackedB>> packed;
   std::map<Key, std::unique_ptr<detail::PackedBInt8>> packed_int8;
+  std::map<Key, std::unique_ptr<detail::PackedBF32>> packed_f32;
 };
 
 namespace {
@@ -224,11 +227,14 @@ PackedWeightsScope::~PackedWeightsScope() {
 }
 
 namespace {
-// out = a @ b + bias in int8 (a weight b packed once per PackedWeightsScope) where the precision
-// is int8, a scope is open, and the operands suit the kernel; false (nothing done) otherwise.
-bool int8_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+// out = a @ b + bias by a weight b packed once per PackedWeightsScope, where a scope is open, the
+// operands suit the kernels, and the precision is int8 (gemm_int8) or fp32 on AVX-512
+// (gemm_f32_packed); false (nothing done) otherwise.
+bool packed_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   PackedWeightsScope::Cache* cache = t_packed_weights;
-  if (matmul_precision() != Precision::int8 || !cache) return false;
+  const Precision p = matmul_precision();
+  if (!cache || !(p == Precision::int8 || (p == Precision::fp32 && detail::gemm_f32_packed_available())))
+    return false;
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   const bool has_bias = bias.defined();
   if (out.dtype() != DType::f32 || a.dtype() != DType::f32 || b.dtype() != DType::f32) return false;
@@ -236,13 +242,23 @@ bool int8_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tens
   const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
   if (!la.ok || !lb.ok || !lc.ok || la.trans == CblasTrans || lc.trans == CblasTrans) return false;
   const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld, lb.trans == CblasTrans};
-  std::unique_ptr<detail::PackedBInt8>& packed = cache->packed_int8[key];
-  if (!packed) {
-    packed = std::make_unique<detail::PackedBInt8>();
-    detail::pack_b_int8(key.trans, K, N, b.data<float>(), lb.ld, *packed);
+  const int threads = bf16_threads(M, N, K);
+  const float* bias_data = has_bias ? bias.data<float>() : nullptr;
+  if (p == Precision::int8) {
+    std::unique_ptr<detail::PackedBInt8>& packed = cache->packed_int8[key];
+    if (!packed) {
+      packed = std::make_unique<detail::PackedBInt8>();
+      detail::pack_b_int8(key.trans, K, N, b.data<float>(), lb.ld, *packed);
+    }
+    detail::gemm_int8_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, threads, bias_data);
+  } else {
+    std::unique_ptr<detail::PackedBF32>& packed = cache->packed_f32[key];
+    if (!packed) {
+      packed = std::make_unique<detail::PackedBF32>();
+      detail::pack_b_f32(key.trans, K, N, b.data<float>(), lb.ld, *packed);
+    }
+    detail::gemm_f32_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, threads, bias_data);
   }
-  detail::gemm_int8_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, bf16_threads(M, N, K),
-                           has_bias ? bias.data<float>() : nullptr);
   out.bump_version();
   return true;
 }
@@ -254,7 +270,7 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
                 "matmul_bias_into: a ", a.shape(), ", b ", b.shape(), " and bias ", (has_bias ? bias.shape() : Shape{}),
                 " are not [M, K], [K, N] and [N]");
   const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-  if (int8_product_into(out, a, b, bias)) return;
+  if (packed_product_into(out, a, b, bias)) return;
   if (bf16_product(M, N, K, {&out, &a, &b}) && (!has_bias || bias.dtype() == DType::f32) && b.shape()[0] == K &&
       out.shape() == Shape{M, N}) {
     const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);

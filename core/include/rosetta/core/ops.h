@@ -127,12 +127,13 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
 // scale are applied as the product is stored; otherwise as matmul and unary_backward compute them.
 void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx);
 
-// While one lives on this thread, bf16 and int8 products of matmul_bias_into keep `b` (a weight)
-// packed (for int8: quantized) from its first use to the end of the scope and reuse the packing
-// while the weight is unchanged (same storage and version): decoding multiplies every step by the
-// same weights. The weights must not be written through raw pointers meanwhile. fp32 products are
-// not affected; int8 products run only inside one. A scope opened inside another on the same
-// thread shares the outer one's packings (a translation of many batches packs its weights once).
+// While one lives on this thread, matmul_bias_into keeps `b` (a weight) packed for its products
+// (fp32 on AVX-512: rosetta's own kernel instead of OpenBLAS's sgemm, which repacks both operands
+// on every call; bf16; int8: quantized) from its first use to the end of the scope, and reuses
+// the packing while the weight is unchanged (same storage and version): decoding multiplies every
+// step by the same weights. The weights must not be written through raw pointers meanwhile.
+// int8 products run only inside one. A scope opened inside another on the same thread shares the
+// outer one's packings (a translation of many batches packs its weights once).
 class PackedWeightsScope {
  public:
   PackedWeightsScope();

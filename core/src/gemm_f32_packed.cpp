@@ -1,0 +1,181 @@
+// fp32 products by weights packed once, for decoding (AVX-512). OpenBLAS's sgemm packs both
+// operands on every call; a decoding step multiplies a few hundred rows by the same weights
+// hundreds of times, so repacking the weights was ~11% of a translation's samples (and adding the
+// bias, a copy before the product, ~3%).
+//
+// B is packed as slivers of NR columns, k-major: sliver s holds B[k][32s .. 32s + 31] at
+// w + s * K * NR + k * NR. A stays where it is (rows lda apart): the micro-kernel keeps an
+// MR x NR tile of C in registers and, for every k, loads two vectors of the sliver and
+// broadcasts A[i][k] for each of its MR rows (MR x 2 FMAs). K runs in blocks of KC (a sliver's
+// block, 64 KiB, stays in L2 while the row panels pass); the first block adds the bias as it
+// stores, later ones add to C. Slivers outermost, so a thread's columns of C are finished one
+// sliver at a time.
+//
+// As gemm_bf16.cpp: the AVX-512 code carries a target attribute, so the file compiles whatever
+// -march is and runs only where gemm_f32_packed_available() (cpuid) says so.
+#include "gemm_f32_packed.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "rosetta/core/cpu.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#define ROSETTA_F32_TARGET __attribute__((target("avx512f,fma")))
+#endif
+
+namespace rosetta::detail {
+
+bool gemm_f32_packed_available() { return cpu_features().avx512f; }
+
+PackedBF32::~PackedBF32() { std::free(w); }
+
+namespace {
+
+constexpr int NV = 2;        // 16-lane vectors across a micro-tile
+constexpr int NR = 16 * NV;  // its columns
+constexpr int MR = 12;       // its rows (24 accumulators); a last panel of <= 4 rows uses 4
+constexpr int64_t KC = 512;  // k per block
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+#if defined(__x86_64__)
+
+namespace {
+
+ROSETTA_F32_TARGET inline __mmask16 first(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// C tile (m x n of R x NR) = A rows [kc] . B sliver block (+ bias when `bias`, + C when `add`).
+template <int R>
+ROSETTA_F32_TARGET void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, const float* bias,
+                                     bool add, float* c, int64_t ldc, int m, int n) {
+  __m512 acc[R][NV];
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  const float* rows[R];
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i) rows[i] = a + std::min(i, m - 1) * lda;  // rows past m repeat the last
+  for (int64_t k = 0; k < kc; ++k) {
+    __m512 bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + k * NR + 16 * v);
+#pragma GCC unroll 12
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(rows[i][k]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < R; ++i) {
+    if (i >= m) break;
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 k = first(n - 16 * v);
+      if (!k) break;
+      float* ci = c + i * ldc + 16 * v;
+      __m512 r = acc[i][v];
+      if (add) r = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci), r);
+      else if (bias) r = _mm512_add_ps(_mm512_maskz_loadu_ps(k, bias + 16 * v), r);
+      _mm512_mask_storeu_ps(ci, k, r);
+    }
+  }
+}
+
+struct Problem {
+  int64_t M;
+  const float* a;
+  int64_t lda;
+  const PackedBF32* b;
+  float* c;
+  int64_t ldc;
+  const float* bias;
+};
+
+// C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR).
+ROSETTA_F32_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const int64_t K = g.b->K;
+  for (int64_t j = n0; j < n1; j += NR) {
+    const float* sliver = g.b->w + j * K;  // (j / NR) * K * NR
+    const int n = int(std::min<int64_t>(NR, n1 - j));
+    const float* bias = g.bias ? g.bias + j : nullptr;
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t kc = std::min(KC, K - pc);
+      for (int64_t i = m0; i < m1; i += MR) {
+        const int m = int(std::min<int64_t>(MR, m1 - i));
+        const float* a = g.a + i * g.lda + pc;
+        float* c = g.c + i * g.ldc + j;
+        if (m <= 4)
+          micro_kernel<4>(kc, a, g.lda, sliver + pc * NR, bias, pc > 0, c, g.ldc, m, n);
+        else
+          micro_kernel<MR>(kc, a, g.lda, sliver + pc * NR, bias, pc > 0, c, g.ldc, m, n);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void pack_b_f32(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedBF32& out) {
+  std::free(out.w);
+  out.w = nullptr;
+  out.K = K;
+  out.N = N;
+  const int64_t np = round_up(std::max<int64_t>(N, 1), NR), words = std::max<int64_t>(K, 1) * np;
+  out.w = static_cast<float*>(std::aligned_alloc(64, size_t(round_up(words * int64_t(sizeof(float)), 64))));
+  if (!out.w) throw std::bad_alloc();
+  std::memset(out.w, 0, size_t(words) * sizeof(float));
+  for (int64_t j = 0; j < N; ++j) {
+    float* col = out.w + (j / NR) * K * NR + j % NR;
+    for (int64_t k = 0; k < K; ++k) col[k * NR] = trans_b ? b[j * ldb + k] : b[k * ldb + j];
+  }
+}
+
+void gemm_f32_packed(int64_t M, const float* a, int64_t lda, const PackedBF32& b, float* c, int64_t ldc,
+                     int threads, const float* bias) {
+  const int64_t N = b.N;
+  if (M <= 0 || N <= 0) return;
+  if (b.K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+  const Problem g{M, a, lda, &b, c, ldc, bias};
+  const int64_t tiles_m = (M + MR - 1) / MR, tiles_n = (N + NR - 1) / NR;
+  const bool split_m = tiles_m > tiles_n;
+  const int64_t tiles = split_m ? tiles_m : tiles_n;
+  threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
+  if (threads <= 1) return compute(g, 0, M, 0, N);
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t lo = tiles * t / nt, hi = tiles * (t + 1) / nt;
+    if (lo < hi) {
+      if (split_m) compute(g, lo * MR, std::min(M, hi * MR), 0, N);
+      else compute(g, 0, M, lo * NR, std::min(N, hi * NR));
+    }
+  }
+}
+
+#else  // not x86-64: never available, never called
+
+void pack_b_f32(bool, int64_t, int64_t, const float*, int64_t, PackedBF32&) {}
+void gemm_f32_packed(int64_t, const float*, int64_t, const PackedBF32&, float*, int64_t, int, const float*) {}
+
+#endif
+
+}  // namespace rosetta::detail
