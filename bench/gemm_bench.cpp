@@ -1,5 +1,6 @@
 // The bf16 GEMM behind --precision bf16, against OpenBLAS's sgemm and oneDNN's bf16 matmul, on
-// the products of the default translator and the benchmark presets (bench/gemm.sh builds and
+// the products of the default translator and the benchmark presets, after a table of decoding's
+// products by packed weights (fp32, bf16, int8) (bench/gemm.sh builds and
 // runs it; oneDNN only where Debian's libdnnl-dev is installed: it is a benchmark here, not a
 // dependency).
 //
@@ -84,13 +85,51 @@ std::pair<double, double> dnnl_gflops(const Shape3& s, const float* a, const flo
 }
 #endif
 
+// Decoding's products by weights (x W^T + bias, W packed once per PackedWeightsScope): OpenBLAS's
+// sgemm on the unpacked weight (what fp32 did before), rosetta's packed fp32 kernel (AVX-512),
+// bf16 and int8 (multiply-adds counted as for fp32; the quantization of x included).
+void decoding_table(int threads) {
+  const std::vector<Shape3> shapes{
+      {"one sentence's beams, projection", 4, 256, 256, false, true},
+      {"projection", 128, 256, 256, false, true},
+      {"FF in", 128, 1024, 256, false, true},
+      {"FF out", 128, 256, 1024, false, true},
+      {"output layer, V 5000", 128, 5000, 256, false, true},
+  };
+  std::printf("Decoding's products by packed weights (%s, %d thread(s), GFLOP/s)\n\n", cpu_isa_name().c_str(), threads);
+  std::printf("| product | M x N x K | sgemm | rosetta fp32 packed | rosetta bf16 packed | rosetta int8 |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  Generator g(2);
+  for (const Shape3& s : shapes) {
+    const Tensor x = g.normal({s.M, s.K}), w = g.normal({s.N, s.K}, 0.0, 0.05), bias = g.normal({s.N});
+    const Tensor wt = w.transpose(0, 1);
+    Tensor y = Tensor::empty({s.M, s.N});
+    const double sg = best_gflops(s, [&] { matmul_bias_into(y, x, wt, bias); });  // no scope: OpenBLAS
+    auto packed = [&](Precision p) -> std::string {
+      if ((p == Precision::bf16 && !bf16_supported()) || (p == Precision::int8 && !int8_supported()) ||
+          (p == Precision::fp32 && !cpu_features().avx512f))
+        return "-";
+      const MatmulPrecisionScope precision(p);
+      const PackedWeightsScope scope;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f", best_gflops(s, [&] { matmul_bias_into(y, x, wt, bias); }));
+      return buf;
+    };
+    std::printf("| %s | %lld x %lld x %lld | %.0f | %s | %s | %s |\n", s.what, (long long)s.M, (long long)s.N,
+                (long long)s.K, sg, packed(Precision::fp32).c_str(), packed(Precision::bf16).c_str(),
+                packed(Precision::int8).c_str());
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : get_num_threads();
   set_num_threads(threads);
+  decoding_table(threads);
   if (!bf16_supported()) {
-    std::printf("this CPU (%s) has no AVX512_BF16: nothing to compare\n", cpu_isa_name().c_str());
+    std::printf("this CPU (%s) has no AVX512_BF16: no bf16 products to compare\n", cpu_isa_name().c_str());
     return 0;
   }
   // The default translator trains shards of ~1,250 target tokens per replica (2,500-token
