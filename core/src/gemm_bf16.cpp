@@ -18,6 +18,8 @@
 // compiles whatever -march is, and runs only where gemm_bf16_available() (cpuid) says so.
 #include "gemm_bf16.h"
 
+#include "gemm_common.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -60,31 +62,6 @@ constexpr int NR = 16 * NV;      // columns of the micro-tile
 constexpr int64_t KC = 512;      // k per packed block (even): a B sliver of 32 KiB
 constexpr int64_t MC = 16 * MR;  // rows of an A block (192 KiB at KC)
 constexpr int64_t NC = 256 * NR;  // columns of a B panel (up to 8 MiB per thread at KC)
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// 64-byte aligned scratch that grows and is kept per thread.
-struct Scratch {
-  uint32_t* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  uint32_t* get(size_t words) {
-    if (words > n) {
-      std::free(p);
-      n = round_up(int64_t(words), 16);
-      p = static_cast<uint32_t*>(std::aligned_alloc(64, n * sizeof(uint32_t)));
-      if (!p) {
-        n = 0;
-        throw std::bad_alloc();
-      }
-    }
-    return p;
-  }
-};
-
-ROSETTA_BF16_TARGET inline __mmask16 first(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
 
 // 16 words (lo[l], hi[l]) in bf16, lo in the low half.
 ROSETTA_BF16_TARGET inline __m512i pair_words(__m512 lo, __m512 hi) {
@@ -133,7 +110,7 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
       for (int64_t q = 0; q < panels; ++q)
         for (int j0 = 0; j0 < W; j0 += 16) {
           const int64_t j = q * W + j0, wj = std::clamp<int64_t>(w - j, 0, 16);
-          const __mmask16 load = first(wj), own = first(W - j0);
+          const __mmask16 load = first_lanes(wj), own = first_lanes(W - j0);
           const __m512 lo = _mm512_maskz_loadu_ps(load, r0 + j);
           const __m512 hi = odd_tail ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(load, r0 + ld + j);
           _mm512_mask_storeu_epi32(out + q * kp * W + p * W + j0, own, pair_words(lo, hi));
@@ -149,11 +126,11 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
   for (int64_t q = 0; q < panels; ++q)
     for (int j0 = 0; j0 < W; j0 += 16) {
       const int64_t jq = q * W + j0, wj = std::clamp<int64_t>(w - jq, 0, 16);  // valid columns here
-      const __mmask16 store = first(W - j0);
+      const __mmask16 store = first_lanes(W - j0);
       uint32_t* panel = out + q * kp * W;
       for (int64_t p0 = 0; p0 < kp; p0 += 16) {  // 16 pairs = 32 k of 16 columns
         const int64_t k0 = 2 * p0, nk = std::min<int64_t>(32, kc - k0);
-        const __mmask16 lo_mask = first(nk), hi_mask = first(std::max<int64_t>(nk - 16, 0));
+        const __mmask16 lo_mask = first_lanes(nk), hi_mask = first_lanes(std::max<int64_t>(nk - 16, 0));
         __m512i r[16];
         for (int j = 0; j < 16; ++j) {
           if (j >= wj) {
@@ -200,7 +177,7 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
     if (i >= m) break;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
-      const __mmask16 k = first(n - 16 * v);
+      const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
       float* ci = c + i * ldc + 16 * v;
       __m512 r = _mm512_mul_ps(va, acc[i][v]);
@@ -250,7 +227,7 @@ ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, 
 // C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR), and a_sums[m0:m1] where the
 // thread computes the first columns (it packs each A block of its rows once there).
 ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  static thread_local Scratch a_buf, b_buf;
+  static thread_local Scratch<uint32_t> a_buf, b_buf;
   const int64_t np_all = round_up(g.N, NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);

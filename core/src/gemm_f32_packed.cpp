@@ -15,6 +15,8 @@
 // -march is and runs only where gemm_f32_packed_available() (cpuid) says so.
 #include "gemm_f32_packed.h"
 
+#include "gemm_common.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -45,17 +47,11 @@ constexpr int NR = 16 * NV;  // its columns
 constexpr int MR = 12;       // its rows (24 accumulators); a last panel of <= 4 rows uses 4
 constexpr int64_t KC = 512;  // k per block
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 }  // namespace
 
 #if defined(__x86_64__)
 
 namespace {
-
-ROSETTA_F32_TARGET inline __mmask16 first(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
 
 // C tile (m x n of R x NR) = A rows [kc] . B sliver block (+ bias when `bias`, + C when `add`).
 template <int R>
@@ -85,7 +81,7 @@ ROSETTA_F32_TARGET void micro_kernel(int64_t kc, const float* a, int64_t lda, co
     if (i >= m) break;
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
-      const __mmask16 k = first(n - 16 * v);
+      const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
       float* ci = c + i * ldc + 16 * v;
       __m512 r = acc[i][v];
@@ -155,20 +151,8 @@ void gemm_f32_packed(int64_t M, const float* a, int64_t lda, const PackedBF32& b
     return;
   }
   const Problem g{M, a, lda, &b, c, ldc, bias};
-  const int64_t tiles_m = (M + MR - 1) / MR, tiles_n = (N + NR - 1) / NR;
-  const bool split_m = tiles_m > tiles_n;
-  const int64_t tiles = split_m ? tiles_m : tiles_n;
-  threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
-  if (threads <= 1) return compute(g, 0, M, 0, N);
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t lo = tiles * t / nt, hi = tiles * (t + 1) / nt;
-    if (lo < hi) {
-      if (split_m) compute(g, lo * MR, std::min(M, hi * MR), 0, N);
-      else compute(g, 0, M, lo * NR, std::min(N, hi * NR));
-    }
-  }
+  split_over_threads(M, N, MR, NR, threads,
+                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { compute(g, m0, m1, n0, n1); });
 }
 
 #else  // not x86-64: never available, never called

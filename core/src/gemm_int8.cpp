@@ -19,6 +19,8 @@
 // -march is and runs only where gemm_int8_available() (cpuid) says so.
 #include "gemm_int8.h"
 
+#include "gemm_common.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -56,8 +58,6 @@ constexpr int NV = 2;        // 16-lane vectors across a micro-tile
 constexpr int NR = 16 * NV;  // its columns
 constexpr int MR = 8;        // its rows (16 accumulators); a last panel of <= 4 rows uses 4
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 template <typename T>
 T* aligned(size_t n) {
   void* p = std::aligned_alloc(64, size_t(round_up(int64_t(std::max<size_t>(n, 1) * sizeof(T)), 64)));
@@ -65,32 +65,11 @@ T* aligned(size_t n) {
   return static_cast<T*>(p);
 }
 
-// 64-byte aligned scratch that grows and is kept per thread.
-struct Scratch {
-  uint8_t* p = nullptr;
-  size_t n = 0;
-  ~Scratch() { std::free(p); }
-  uint8_t* get(size_t bytes) {
-    if (bytes > n) {
-      std::free(p);
-      p = nullptr;
-      n = 0;
-      p = aligned<uint8_t>(bytes);
-      n = size_t(round_up(int64_t(bytes), 64));
-    }
-    return p;
-  }
-};
-
 }  // namespace
 
 #if defined(__x86_64__)
 
 namespace {
-
-ROSETTA_INT8_TARGET inline __mmask16 first(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
 
 // Rows [0, M) of A as unsigned bytes (q + 128) in rows of kp bytes (zeros past K, 128 shifted),
 // rows [M, Mp) all zeros, and each row's scale.
@@ -100,16 +79,16 @@ ROSETTA_INT8_TARGET void quantize_rows(int64_t M, int64_t Mp, int64_t K, int64_t
   for (int64_t i = 0; i < M; ++i) {
     const float* r = a + i * lda;
     __m512 mx = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k += 16) mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(first(K - k), r + k)));
+    for (int64_t k = 0; k < K; k += 16) mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(first_lanes(K - k), r + k)));
     const float amax = _mm512_reduce_max_ps(mx);
     const bool usable = amax > 0 && std::isfinite(amax);
     scale[i] = usable ? amax / 127.0f : 0.0f;
     const __m512 inv = _mm512_set1_ps(usable ? 127.0f / amax : 0.0f);
     uint8_t* o = out + i * kp;
     for (int64_t k = 0; k < kp; k += 16) {
-      const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(first(K - k), r + k), inv);
+      const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(first_lanes(K - k), r + k), inv);
       const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), shift);  // nearest even: in [1, 255]
-      _mm_mask_storeu_epi8(o + k, first(kp - k), _mm512_cvtusepi32_epi8(q));
+      _mm_mask_storeu_epi8(o + k, first_lanes(kp - k), _mm512_cvtusepi32_epi8(q));
     }
   }
   if (Mp > M) std::memset(out + M * kp, 128, size_t((Mp - M) * kp));
@@ -145,7 +124,7 @@ ROSETTA_INT8_TARGET void micro_kernel(int64_t kq, const uint8_t* a, int64_t kp, 
     const __m512 si = _mm512_set1_ps(sa[i]);
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v) {
-      const __mmask16 k = first(n - 16 * v);
+      const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
       const __m512i exact = _mm512_sub_epi32(acc[i][v], _mm512_load_si512(comp + 16 * v));
       __m512 r = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(si, _mm512_load_ps(sb + 16 * v)));
@@ -231,26 +210,15 @@ void gemm_int8_packed(int64_t M, const float* a, int64_t lda, const PackedBInt8&
       for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = bias ? bias[j] : 0.0f;
     return;
   }
-  static thread_local Scratch rows, scales;
+  static thread_local Scratch<uint8_t> rows;
+  static thread_local Scratch<float> scales;
   const int64_t kp = round_up(K, 4), Mp = round_up(M, MR);
   uint8_t* qa = rows.get(size_t(Mp * kp));
-  float* sa = reinterpret_cast<float*>(scales.get(size_t(Mp) * sizeof(float)));
+  float* sa = scales.get(size_t(Mp));
   quantize_rows(M, Mp, K, kp, a, lda, qa, sa);
   const Problem g{M, kp, qa, sa, &b, c, ldc, bias};
-  const int64_t tiles_m = Mp / MR, tiles_n = (N + NR - 1) / NR;
-  const bool split_m = tiles_m > tiles_n;
-  const int64_t tiles = split_m ? tiles_m : tiles_n;
-  threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
-  if (threads <= 1) return compute(g, 0, M, 0, N);
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t lo = tiles * t / nt, hi = tiles * (t + 1) / nt;
-    if (lo < hi) {
-      if (split_m) compute(g, lo * MR, std::min(M, hi * MR), 0, N);
-      else compute(g, 0, M, lo * NR, std::min(N, hi * NR));
-    }
-  }
+  split_over_threads(M, N, MR, NR, threads,
+                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { compute(g, m0, m1, n0, n1); });
 }
 
 #else  // not x86-64: never available, never called
