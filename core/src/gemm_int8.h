@@ -24,7 +24,9 @@ void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
 // C = A @ B (+ bias, N values added to every row, when given), A fp32 M x K row-major (rows lda
 // apart), C fp32 (rows ldc apart). Each row of A is quantized to int8 by its own scale
 // (max |a| / 127), products are summed exactly in int32 (VPDPBUSD) and scaled back to fp32.
-// Uses up to `threads` OpenMP threads. Only where gemm_int8_available().
+// Non-finite values are not carried through as fp32 would: a row with an infinity gives the
+// bias alone, a NaN an arbitrary finite row. Uses up to `threads` OpenMP threads. Only where
+// gemm_int8_available().
 void gemm_int8_packed(int64_t M, const float* a, int64_t lda, const PackedBInt8& b, float* c, int64_t ldc,
                       int threads, const float* bias = nullptr);
 

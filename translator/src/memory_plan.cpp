@@ -120,10 +120,11 @@ MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t 
                 {"encoder", n * kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
                 {"beams' keys and values", n * (caches + kFloat * R * T * D)},
                 {"a step", n * kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
-  // bf16 and int8 products pack the weights once per decoding thread (bf16: 2 bytes a weight,
-  // int8: 1 and its column's scale).
-  if (matmul_precision() != Precision::fp32)
-    plan.parts.emplace_back("packed weights", n * params * (matmul_precision() == Precision::bf16 ? 2.0 : 1.0));
+  // Products by weights pack them once per decoding thread: fp32 on AVX-512 4 bytes a weight, bf16
+  // 2, int8 1 (and its column's scale); fp32 elsewhere runs on OpenBLAS, unpacked.
+  const Precision p = matmul_precision();
+  const double packed = p == Precision::bf16 ? 2.0 : p == Precision::int8 ? 1.0 : cpu_features().avx512f ? 4.0 : 0.0;
+  if (packed > 0) plan.parts.emplace_back("packed weights", n * params * packed);
   std::ostringstream d;
   d << "the sizes follow --batch-tokens " << batch_tokens << " (" << rows << " sentences of up to " << src_len
     << " tokens; " << kMaxBatchRows << " at most) --beam " << search.beam() << " --max-len-a " << number(search.max_len_a())

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -243,7 +243,7 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
     for (size_t r = b.begin; r < b.end; ++r) out[order[r]] = hyps[r - b.begin];
   };
   if (decoders <= 1) {
-    const PackedWeightsScope packed_weights;  // bf16 or int8 weights packed once for all batches
+    const PackedWeightsScope packed_weights;  // the weights packed once for all batches
     for (const Span& b : batches) decode(b);
     return out;
   }
