@@ -211,18 +211,32 @@ struct PackedWeightsScope::Cache {
   std::map<Key, std::unique_ptr<detail::PackedB>> packed;
   std::map<Key, std::unique_ptr<detail::PackedBInt8>> packed_int8;
   std::map<Key, std::unique_ptr<detail::PackedBF32>> packed_f32;
+
+  // The packing of op(b) (K x N, layout lb) in `kept`, made by pack(trans, K, N, data, ld, out)
+  // at its first use in this scope.
+  template <class P, class Pack>
+  static const P& find_or_pack(std::map<Key, std::unique_ptr<P>>& kept, const Tensor& b, int64_t K, int64_t N,
+                               const MatLayout& lb, Pack pack) {
+    const Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld, lb.trans == CblasTrans};
+    std::unique_ptr<P>& p = kept[key];
+    if (!p) {
+      p = std::make_unique<P>();
+      pack(key.trans, K, N, b.data<float>(), lb.ld, *p);
+    }
+    return *p;
+  }
 };
 
 namespace {
 thread_local PackedWeightsScope::Cache* t_packed_weights = nullptr;
 }
 
-PackedWeightsScope::PackedWeightsScope() : cache_(t_packed_weights ? nullptr : new Cache), outer_(t_packed_weights) {
+PackedWeightsScope::PackedWeightsScope() : cache_(t_packed_weights ? nullptr : new Cache) {
   if (cache_) t_packed_weights = cache_;
 }
 PackedWeightsScope::~PackedWeightsScope() {
   if (!cache_) return;  // nested: the outer scope's packings stay
-  t_packed_weights = outer_;
+  t_packed_weights = nullptr;
   delete cache_;
 }
 
@@ -241,23 +255,15 @@ bool packed_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Te
   if ((has_bias && (bias.dtype() != DType::f32 || !bias.is_contiguous())) || out.shape() != Shape{M, N}) return false;
   const MatLayout la = layout_of(a), lb = layout_of(b), lc = layout_of(out);
   if (!la.ok || !lb.ok || !lc.ok || la.trans == CblasTrans || lc.trans == CblasTrans) return false;
-  const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld, lb.trans == CblasTrans};
   const int threads = bf16_threads(M, N, K);
   const float* bias_data = has_bias ? bias.data<float>() : nullptr;
+  using Cache = PackedWeightsScope::Cache;
   if (p == Precision::int8) {
-    std::unique_ptr<detail::PackedBInt8>& packed = cache->packed_int8[key];
-    if (!packed) {
-      packed = std::make_unique<detail::PackedBInt8>();
-      detail::pack_b_int8(key.trans, K, N, b.data<float>(), lb.ld, *packed);
-    }
-    detail::gemm_int8_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, threads, bias_data);
+    const detail::PackedBInt8& w = Cache::find_or_pack(cache->packed_int8, b, K, N, lb, detail::pack_b_int8);
+    detail::gemm_int8_packed(M, a.data<float>(), la.ld, w, out.data<float>(), lc.ld, threads, bias_data);
   } else {
-    std::unique_ptr<detail::PackedBF32>& packed = cache->packed_f32[key];
-    if (!packed) {
-      packed = std::make_unique<detail::PackedBF32>();
-      detail::pack_b_f32(key.trans, K, N, b.data<float>(), lb.ld, *packed);
-    }
-    detail::gemm_f32_packed(M, a.data<float>(), la.ld, *packed, out.data<float>(), lc.ld, threads, bias_data);
+    const detail::PackedBF32& w = Cache::find_or_pack(cache->packed_f32, b, K, N, lb, detail::pack_b_f32);
+    detail::gemm_f32_packed(M, a.data<float>(), la.ld, w, out.data<float>(), lc.ld, threads, bias_data);
   }
   out.bump_version();
   return true;
@@ -278,14 +284,9 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
       const float* bias_data = has_bias ? bias.data<float>() : nullptr;
       const int threads = bf16_threads(M, N, K);
       if (PackedWeightsScope::Cache* cache = t_packed_weights) {
-        const PackedWeightsScope::Cache::Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld,
-                                                 lb.trans == CblasTrans};
-        std::unique_ptr<detail::PackedB>& packed = cache->packed[key];
-        if (!packed) {
-          packed = std::make_unique<detail::PackedB>();
-          detail::pack_b_bf16(key.trans, K, N, b.data<float>(), lb.ld, *packed);
-        }
-        detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, *packed, 0.0f,
+        const detail::PackedB& packed =
+            PackedWeightsScope::Cache::find_or_pack(cache->packed, b, K, N, lb, detail::pack_b_bf16);
+        detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, packed, 0.0f,
                                  out.data<float>(), lc.ld, threads, bias_data);
       } else {
         detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,

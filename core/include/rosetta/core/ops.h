@@ -143,8 +143,7 @@ class PackedWeightsScope {
   struct Cache;  // opaque (core/src/matmul.cpp)
 
  private:
-  Cache* cache_;
-  Cache* outer_;
+  Cache* cache_;  // null in a nested scope
 };
 
 // ------------------------------------------------------------------ softmax family (softmax.cpp)
