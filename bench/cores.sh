@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rosetta across thread counts on one machine, as README's many-core table was measured (a
-# 16-core Xeon lent for minutes): the presets out of the box (--precision auto), forced bf16 and
-# PyTorch fp32 / bf16 autocast at each thread count, then the default translator job's training
-# tokens/s at each thread count. One round of each (such machines are lent for minutes); the
+# 16-core Xeon lent for minutes): the presets in fp32 and bf16 and PyTorch fp32 / bf16 autocast
+# at each thread count, then the default translator job's training tokens/s in fp32 and bf16 at
+# each thread count, and what --precision auto chooses there. One round of each (such machines are lent for minutes); the
 # ratios within one run are what to read. Needs data/de-en for the translator job (skipped
 # without it) and a Python with PyTorch 2.x for the PyTorch columns (skipped without it).
 #
@@ -36,14 +36,14 @@ field() {  # JSON line on stdin, key: the value, rounded
 }
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) CPUs"
 echo
-echo "| job | threads | rosetta auto | MFU | rosetta bf16 | PyTorch fp32 | PyTorch bf16 autocast |"
-echo "|---|---|---|---|---|---|---|"
+echo "| job | threads | rosetta fp32 | MFU | rosetta bf16 | MFU | PyTorch fp32 | PyTorch bf16 autocast |"
+echo "|---|---|---|---|---|---|---|---|"
 for p in $presets; do
   s=10; [ "$p" = base ] && s=4
   for t in $threads; do
-    auto=$("$rosetta" bench --preset "$p" --threads "$t" --steps "$s" 2>"$out/auto.err" | tail -1)
-    echo "$auto" > "$out/auto-$p-$t.json"
-    bf16=$("$rosetta" bench --preset "$p" --threads "$t" --steps "$s" --precision bf16 2>/dev/null | tail -1 || true)
+    fp32=$("$rosetta" bench --preset "$p" --threads "$t" --steps "$s" --precision fp32 2>/dev/null | tail -1 || true)
+    bf16=$("$rosetta" bench --preset "$p" --threads "$t" --steps "$s" --precision bf16 2>"$out/bf16.err" | tail -1 || true)
+    echo "$bf16" > "$out/bf16-$p-$t.json"
     tf=-; tb=-
     if [ $have_torch = 1 ]; then
       tf=$("$py" "$root/bench/torch_autocast.py" --reference "$torch_ref" --preset "$p" --threads "$t" --steps "$s" \
@@ -51,24 +51,32 @@ for p in $presets; do
       tb=$("$py" "$root/bench/torch_autocast.py" --reference "$torch_ref" --preset "$p" --threads "$t" --steps "$s" \
         --precision bf16 2>/dev/null | tail -1 | field tgt_tokens_per_s)
     fi
-    bf=$(echo "$bf16" | field tgt_tokens_per_s); [ "$(echo "$bf16" | field precision)" = bf16 ] || bf=-
-    echo "| preset $p | $t | $(echo "$auto" | field tgt_tokens_per_s) ($(echo "$auto" | field precision)) | $(echo "$auto" | field mfu) | $bf | $tf | $tb |"
+    bf=$(echo "$bf16" | field tgt_tokens_per_s); bm=$(echo "$bf16" | field mfu)
+    [ "$(echo "$bf16" | field precision)" = bf16 ] || { bf=-; bm=-; }
+    echo "| preset $p | $t | $(echo "$fp32" | field tgt_tokens_per_s) | $(echo "$fp32" | field mfu) | $bf | $bm | $tf | $tb |"
   done
 done
 data=$root/data/de-en
 if [ -f "$data/train.tsv" ]; then
   for t in $threads; do
-    "$rosetta" train --train "$data/train.tsv" --valid "$data/valid.tsv" --out "$out/run-$t" --max-steps "$updates" \
-      --validate-every 0 --save-every 0 --log-every 20 --valid-bleu-sentences 0 --threads "$t" > "$out/train-$t.log" 2>&1
-    tps=$("$py" - "$out/run-$t/metrics.jsonl" <<'PY'
+    row="| default translator job, $updates updates | $t"
+    for prec in fp32 bf16; do
+      "$rosetta" train --train "$data/train.tsv" --valid "$data/valid.tsv" --out "$out/run-$t-$prec" --max-steps "$updates" \
+        --validate-every 0 --save-every 0 --log-every 10 --valid-bleu-sentences 0 --threads "$t" --precision "$prec" \
+        > "$out/train-$t-$prec.log" 2>&1 || { row="$row | failed |"; continue; }
+      tps=$("$py" - "$out/run-$t-$prec/metrics.jsonl" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"train"' in l]
 print(f"{statistics.median(r['tokens_per_s'] for r in rows[1:]):,.0f}")
 PY
 )
-    echo "| default translator job, $updates updates | $t | $tps | | | | |"
+      row="$row | $tps |"
+    done
+    echo "$row | | |"
   done
 fi
 echo
-echo "$(tail -1 "$out/auto-$(echo $presets | cut -d' ' -f1)-$(echo $threads | cut -d' ' -f1).json" | field kernels)"
-grep -h "multiply-add rate\|no bf16" "$out/auto.err" | sed 's/^\[[^]]*\] //' | head -1 || true
+b=$(echo $presets | cut -d' ' -f1); t=$(echo $threads | cut -d' ' -f1)
+echo "$(tail -1 "$out/bf16-$b-$t.json" | field kernels)"
+echo "--precision auto here: $("$rosetta" bench --preset tiny --threads 1 --steps 1 --warmup 0 2>/dev/null | tail -1 | field precision)"
+grep -h "multiply-add rate\|no bf16" "$out/bf16.err" | sed 's/^\[[^]]*\] //' | head -1 || true

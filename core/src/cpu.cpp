@@ -180,7 +180,7 @@ std::string kernels_summary() {
     char rate[80];
     std::snprintf(rate, sizeof rate, " (bf16 dot products at %.1fx the multiply-add rate of fp32 FMAs)",
                   bf16_dot_speedup());
-    s += std::string("rosetta AVX512_BF16 micro-kernels") + rate;
+    s += std::string(bf16_uses_amx() ? "rosetta AMX tiles" : "rosetta AVX512_BF16 micro-kernels") + rate;
   } else {
     s += "none (no AVX512_BF16)";
   }
@@ -259,18 +259,26 @@ bool int8_supported() { return detail::gemm_int8_available(); }
 
 bool bf16_supported() { return detail::gemm_bf16_available(); }
 
+bool bf16_uses_amx() { return detail::gemm_bf16_amx(); }
+
 double bf16_dot_speedup() {
   static const double speedup = [] {
     if (!bf16_supported()) return 0.0;
     // ~0.1 ms a round; the best of 7 alternating rounds keeps an interrupt or a busy sibling
-    // thread out of the ratio. Each VDPBF16PS does 32 multiply-adds, each FMA 16.
+    // thread out of the ratio. A round of the FMA loop does 16 x 16 multiply-adds, of the
+    // VDPBF16PS loop 16 x 32, of the AMX loop 4 x 16 x 16 x 32 (TDPBF16PS on tiles, where the
+    // bf16 GEMMs run on them).
     constexpr int64_t kIters = 2048;
+    const bool amx = bf16_uses_amx();
+    const int64_t bf16_iters = amx ? kIters / 16 : kIters;
+    const double bf16_macs = amx ? 4.0 * 16 * 16 * 32 : 16.0 * 32;
     double bf16 = 1e30, fp32 = 1e30;
     for (int round = 0; round < 7; ++round) {
-      bf16 = std::min(bf16, detail::time_bf16_dots(kIters));
+      bf16 = std::min(bf16, amx ? detail::time_amx_dots(bf16_iters) : detail::time_bf16_dots(bf16_iters));
       fp32 = std::min(fp32, detail::time_fp32_fmas(kIters));
     }
-    return bf16 > 0 ? 2.0 * fp32 / bf16 : 0.0;
+    if (bf16 <= 0) return 0.0;
+    return (bf16_macs * double(bf16_iters) / bf16) / (16.0 * 16 * double(kIters) / fp32);
   }();
   return speedup;
 }

@@ -14,8 +14,17 @@
 // once), M by MC (A block packed once), then slivers and panels: the B sliver stays in L1 while
 // the panels of the A block stream from L2.
 //
-// Everything that uses AVX-512 instructions carries the target attribute below, so the file
-// compiles whatever -march is, and runs only where gemm_bf16_available() (cpuid) says so.
+// On a CPU with AMX (Sapphire Rapids and later Xeons) the same packing feeds tiles instead:
+// TDPBF16PS multiplies a 16 x 32 bf16 tile of A by a 16-pair x 16 tile of B into a 16 x 16 fp32
+// tile of C, 8,192 multiply-adds per instruction. B's sliver rows are already the tile's rows
+// (a row of 16 words per k pair); A is packed row-major instead ([i][p]: a row of k pairs per
+// row of A), in panels of 32 rows, and k pairs are padded to a multiple of 16 (one tile's depth).
+// The AMX micro-kernel keeps a 32 x 32 block of C in four tiles (two A tiles, two B tiles per
+// step of 32 k), then stores it through the same epilogue as the AVX-512 one.
+//
+// Everything that uses AVX-512 or AMX instructions carries a target attribute below, so the file
+// compiles whatever -march is, and runs only where gemm_bf16_available() / gemm_bf16_amx()
+// (cpuid, and the OS's grant of the tile state) say so.
 #include "gemm_bf16.h"
 
 #include "gemm_common.h"
@@ -28,8 +37,14 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "rosetta/core/cpu.h"
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -38,6 +53,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #define ROSETTA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+#define ROSETTA_AMX_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,amx-tile,amx-bf16")))
 #endif
 
 namespace rosetta::detail {
@@ -45,6 +62,23 @@ namespace rosetta::detail {
 bool gemm_bf16_available() {
   const CpuFeatures& f = cpu_features();
   return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16;
+}
+
+bool gemm_bf16_amx() {
+  static const bool usable = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!gemm_bf16_available() || !f.amx_tile || !f.amx_bf16) return false;
+    const char* env = std::getenv("ROSETTA_AMX");
+    if (env && std::string(env) == "0") return false;
+#if defined(__linux__) && defined(__x86_64__)
+    // Linux hands out the 8 KiB tile state only to processes that ask (kernel 5.16 and later).
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 
 PackedB::~PackedB() { std::free(words); }
@@ -94,15 +128,19 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
   }
 }
 
-// Packs X (kc x w, element (k, j)) as panels of W columns, panel q at out + q * kp * W holding
-// words [p][j] (a row of W words per k pair), zero past kc and w. X is k-major (element at
+// Packs X (kc x w, element (k, j)) as panels of W columns, panel q at out + q * ks * W holding
+// words [p][j] (a row of W words per k pair), zero past kc and w; ks (the pairs a panel holds) is
+// kp = ceil(kc / 2) unless given larger (the AMX kernels': a multiple of 16), zero past kp. X is k-major (element at
 // src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
 // read row by row across all panels (two rows per k pair), a j-major one panel by panel,
 // 16 columns x 32 k at a time through a 16 x 16 word transpose. With `sums` (k-major X only),
 // sums[j] += the kc fp32 values of column j, as they are read.
 ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, int64_t kc, int64_t w, int W,
-                                    uint32_t* out, float* sums = nullptr) {
+                                    uint32_t* out, float* sums = nullptr, int64_t ks = 0) {
   const int64_t kp = (kc + 1) / 2, panels = (w + W - 1) / W;
+  if (ks < kp) ks = kp;
+  for (int64_t q = 0; q < panels && ks > kp; ++q)
+    std::memset(out + (q * ks + kp) * W, 0, size_t((ks - kp) * W) * sizeof(uint32_t));
   if (k_major) {
     for (int64_t p = 0; p < kp; ++p) {
       const float* r0 = src + (2 * p) * ld;
@@ -113,7 +151,7 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
           const __mmask16 load = first_lanes(wj), own = first_lanes(W - j0);
           const __m512 lo = _mm512_maskz_loadu_ps(load, r0 + j);
           const __m512 hi = odd_tail ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(load, r0 + ld + j);
-          _mm512_mask_storeu_epi32(out + q * kp * W + p * W + j0, own, pair_words(lo, hi));
+          _mm512_mask_storeu_epi32(out + q * ks * W + p * W + j0, own, pair_words(lo, hi));
           if (sums) {  // this panel's columns only (a load may reach into the next panel's)
             const __mmask16 mine = load & own;
             _mm512_mask_storeu_ps(sums + j, mine,
@@ -127,7 +165,7 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
     for (int j0 = 0; j0 < W; j0 += 16) {
       const int64_t jq = q * W + j0, wj = std::clamp<int64_t>(w - jq, 0, 16);  // valid columns here
       const __mmask16 store = first_lanes(W - j0);
-      uint32_t* panel = out + q * kp * W;
+      uint32_t* panel = out + q * ks * W;
       for (int64_t p0 = 0; p0 < kp; p0 += 16) {  // 16 pairs = 32 k of 16 columns
         const int64_t k0 = 2 * p0, nk = std::min<int64_t>(32, kc - k0);
         const __mmask16 lo_mask = first_lanes(nk), hi_mask = first_lanes(std::max<int64_t>(nk - 16, 0));
@@ -147,6 +185,20 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
         for (int t = 0; t < np; ++t) _mm512_mask_storeu_epi32(panel + (p0 + t) * W + j0, store, r[t]);
       }
     }
+}
+
+// Stores the fp32 sums of one row's 16 lanes (the first of `k`) at ci: alpha * acc (+ bias)
+// (+ beta * ci), then 0 wherever gate is not > 0 (when given).
+ROSETTA_BF16_TARGET inline void store_lanes(__m512 acc, float* ci, __mmask16 k, float alpha, float beta,
+                                            const float* bias, const float* gate) {
+  __m512 r = _mm512_mul_ps(_mm512_set1_ps(alpha), acc);
+  if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias));
+  if (beta != 0.0f) r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, ci), r);
+  if (gate) {
+    const __m512 gv = _mm512_maskz_loadu_ps(k, gate);
+    r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_GT_OQ), r);
+  }
+  _mm512_mask_storeu_ps(ci, k, r);
 }
 
 // C tile (m x n of MR x NR) = alpha * A_panel . B_sliver (+ bias, a row of n added to every
@@ -171,7 +223,6 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], av, bv[v]);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     if (i >= m) break;
@@ -179,17 +230,110 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
     for (int v = 0; v < NV; ++v) {
       const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
-      float* ci = c + i * ldc + 16 * v;
-      __m512 r = _mm512_mul_ps(va, acc[i][v]);
-      if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias + 16 * v));
-      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, ci), r);
-      if (gate) {
-        const __m512 gv = _mm512_maskz_loadu_ps(k, gate + i * ldg + 16 * v);
-        r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_GT_OQ), r);
-      }
-      _mm512_mask_storeu_ps(ci, k, r);
+      store_lanes(acc[i][v], c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr,
+                  gate ? gate + i * ldg + 16 * v : nullptr);
     }
   }
+}
+
+// ------------------------------------------------------------------ AMX
+constexpr int AMR = 32;  // rows of the AMX micro-tile: two A tiles of 16 rows
+
+// Tiles 0-3: C (16 x 16 fp32); 4-5: A (16 rows x 16 pairs); 6-7: B (16 pairs x 16 columns). All
+// 16 rows of 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+ROSETTA_AMX_TARGET void configure_tiles() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// Packs op(A) rows [0, mc) x k [0, kc) as panels of AMR rows: word (i, p), the bf16 pair
+// (A[i, 2p], A[i, 2p+1]), at out + i * ks + p (panel q starts at row q * AMR), zero past kc and
+// for rows mc .. round_up(mc, AMR). A is row-major (src[i * ld + k]) or, with ta, k-major
+// (src[k * ld + i], read 16 rows x 32 k at a time through a 16 x 16 word transpose). With `sums`
+// (ta only), sums[i] += the kc fp32 values of row i, as they are read.
+ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_t kc, int64_t mc, int64_t ks,
+                                   uint32_t* out, float* sums) {
+  const int64_t rows = round_up(mc, AMR);
+  if (!ta) {
+    for (int64_t i = 0; i < rows; ++i) {
+      uint32_t* row = out + i * ks;
+      if (i >= mc) {
+        std::memset(row, 0, size_t(ks) * sizeof(uint32_t));
+        continue;
+      }
+      for (int64_t p0 = 0; p0 < ks; p0 += 16) {
+        const int64_t nk = std::clamp<int64_t>(kc - 2 * p0, 0, 32);
+        const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(nk), src + i * ld + 2 * p0);
+        const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(nk - 16), src + i * ld + 2 * p0 + 16);
+        _mm512_storeu_si512(row + p0, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      }
+    }
+    return;
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const __mmask16 load = first_lanes(mc - i0);
+    for (int64_t p0 = 0; p0 < ks; p0 += 16) {
+      __m512i r[16];
+      for (int t = 0; t < 16; ++t) {
+        const int64_t k = 2 * (p0 + t);
+        const __m512 lo = k < kc ? _mm512_maskz_loadu_ps(load, src + k * ld + i0) : _mm512_setzero_ps();
+        const __m512 hi = k + 1 < kc ? _mm512_maskz_loadu_ps(load, src + (k + 1) * ld + i0) : _mm512_setzero_ps();
+        if (sums && load && k < kc)
+          _mm512_mask_storeu_ps(sums + i0, load,
+                                _mm512_add_ps(_mm512_maskz_loadu_ps(load, sums + i0), _mm512_add_ps(lo, hi)));
+        r[t] = pair_words(lo, hi);  // pair p0 + t of rows i0 .. i0 + 15
+      }
+      transpose16(r);  // r[i]: pairs p0 .. p0 + 15 of row i0 + i
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + (i0 + i) * ks + p0, r[i]);
+    }
+  }
+}
+
+// acc (AMR x NR, rows NR apart) = A panel (AMR rows of ks pairs) . B sliver (ks pairs x NR), on
+// the tiles configure_tiles() set up.
+ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t* b, float* acc) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const int64_t a_stride = ks * int64_t(sizeof(uint32_t)), b_stride = NR * int64_t(sizeof(uint32_t));
+  for (int64_t p = 0; p < ks; p += 16) {
+    _tile_loadd(4, a + p, a_stride);
+    _tile_loadd(5, a + 16 * ks + p, a_stride);
+    _tile_loadd(6, b + p * NR, b_stride);
+    _tile_loadd(7, b + p * NR + 16, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, acc, b_stride);
+  _tile_stored(1, acc + 16, b_stride);
+  _tile_stored(2, acc + 16 * NR, b_stride);
+  _tile_stored(3, acc + 16 * NR + 16, b_stride);
+}
+
+// C tile (m x n of AMR x NR) from acc, through the epilogue of the AVX-512 kernel.
+ROSETTA_BF16_TARGET void store_amx_tile(const float* acc, float* c, int64_t ldc, int m, int n, float alpha,
+                                        float beta, const float* bias, const float* gate, int64_t ldg) {
+  for (int i = 0; i < m; ++i)
+    for (int v = 0; v < NV; ++v) {
+      const __mmask16 k = first_lanes(n - 16 * v);
+      if (!k) break;
+      store_lanes(_mm512_loadu_ps(acc + i * NR + 16 * v), c + i * ldc + 16 * v, k, alpha, beta,
+                  bias ? bias + 16 * v : nullptr, gate ? gate + i * ldg + 16 * v : nullptr);
+    }
 }
 
 struct Problem {
@@ -209,24 +353,27 @@ struct Problem {
   int64_t ldg = 0;
 };
 
-// Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of kp x NR.
-int64_t packed_b_words(int64_t K, int64_t N) {
+// k pairs of a packed block of kc: kp = ceil(kc / 2), padded to a tile's 16 for the AMX kernels.
+int64_t block_pairs(int64_t kc, bool amx) { return amx ? round_up((kc + 1) / 2, 16) : (kc + 1) / 2; }
+
+// Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of block_pairs x NR.
+int64_t packed_b_words(int64_t K, int64_t N, bool amx) {
   const int64_t np = round_up(N, NR);
   int64_t words = 0;
-  for (int64_t pc = 0; pc < K; pc += KC) words += (std::min(KC, K - pc) + 1) / 2 * np;
+  for (int64_t pc = 0; pc < K; pc += KC) words += block_pairs(std::min(KC, K - pc), amx) * np;
   return words;
 }
 
-// Packs columns [j0, j0 + nc) of op(B) rows [pc, pc + kc) as slivers of kp x NR.
+// Packs columns [j0, j0 + nc) of op(B) rows [pc, pc + kc) as slivers of ks x NR.
 ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
-                                      uint32_t* out) {
+                                      uint32_t* out, int64_t ks) {
   const float* src = g.tb ? g.b + j0 * g.ldb + pc : g.b + pc * g.ldb + j0;
-  pack_block(!g.tb, src, g.ldb, kc, nc, NR, out);
+  pack_block(!g.tb, src, g.ldb, kc, nc, NR, out, nullptr, ks);
 }
 
 // C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR), and a_sums[m0:m1] where the
 // thread computes the first columns (it packs each A block of its rows once there).
-ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+ROSETTA_BF16_TARGET void compute_avx512(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   static thread_local Scratch<uint32_t> a_buf, b_buf;
   const int64_t np_all = round_up(g.N, NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
@@ -240,7 +387,7 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
         block_offset += kp * np_all;
       } else {
         uint32_t* w = b_buf.get(size_t(kp * round_up(nc, NR)));
-        pack_b_block(g, pc, kc, jc, nc, w);
+        pack_b_block(g, pc, kc, jc, nc, w, kp);
         bp = w;
       }
       const float beta = pc == 0 ? g.beta : 1.0f;
@@ -262,6 +409,47 @@ ROSETTA_BF16_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64
   }
 }
 
+// compute() on AMX tiles: the same loops with AMR-row panels and ks = block_pairs(kc, true).
+ROSETTA_AMX_TARGET void compute_amx(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  static thread_local Scratch<uint32_t> a_buf, b_buf;
+  alignas(64) float acc[AMR * NR];
+  configure_tiles();
+  const int64_t np_all = round_up(g.N, NR);
+  for (int64_t jc = n0; jc < n1; jc += NC) {
+    const int64_t nc = std::min(NC, n1 - jc);
+    int64_t block_offset = 0;
+    for (int64_t pc = 0; pc < g.K; pc += KC) {
+      const int64_t kc = std::min(KC, g.K - pc), ks = block_pairs(kc, true);
+      const uint32_t* bp;
+      if (g.packed) {
+        bp = g.packed->words + block_offset + (jc / NR) * ks * NR;
+        block_offset += ks * np_all;
+      } else {
+        uint32_t* w = b_buf.get(size_t(ks * round_up(nc, NR)));
+        pack_b_block(g, pc, kc, jc, nc, w, ks);
+        bp = w;
+      }
+      const float beta = pc == 0 ? g.beta : 1.0f;
+      const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
+      for (int64_t ic = m0; ic < m1; ic += MC) {
+        const int64_t mc = std::min(MC, m1 - ic);
+        uint32_t* ap = a_buf.get(size_t(ks * round_up(mc, AMR)));
+        float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
+        if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
+        pack_a_amx(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, ks, ap, sums);
+        for (int64_t j = 0; j < nc; j += NR)
+          for (int64_t i = 0; i < mc; i += AMR) {
+            amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+            store_amx_tile(acc, g.c + (ic + i) * g.ldc + jc + j, g.ldc, int(std::min<int64_t>(AMR, mc - i)),
+                           int(std::min<int64_t>(NR, nc - j)), g.alpha, beta, bias ? bias + j : nullptr,
+                           g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr, g.ldg);
+          }
+      }
+    }
+  }
+  _tile_release();
+}
+
 void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
   if (g.a_sums) std::fill(g.a_sums, g.a_sums + g.M, 0.0f);
   for (int64_t i = 0; i < g.M; ++i)
@@ -272,11 +460,15 @@ void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
     }
 }
 
-// Splits C over `threads` threads along its longer side, in whole micro-tiles.
+// Splits C over `threads` threads along its longer side, in whole micro-tiles; on AMX tiles where
+// gemm_bf16_amx() (a pre-packed B says which kernels it was packed for).
 void run(const Problem& g, int threads) {
   if (g.M == 0 || g.N == 0) return;
   if (g.K == 0) return scale_c(g);
-  const int64_t tiles_m = (g.M + MR - 1) / MR, tiles_n = (g.N + NR - 1) / NR;
+  const bool amx = g.packed ? g.packed->amx : gemm_bf16_amx();
+  const int64_t mr = amx ? AMR : MR;
+  const auto compute = amx ? compute_amx : compute_avx512;
+  const int64_t tiles_m = (g.M + mr - 1) / mr, tiles_n = (g.N + NR - 1) / NR;
   const bool split_m = g.M >= g.N;
   const int64_t tiles = split_m ? tiles_m : tiles_n;
   threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
@@ -288,7 +480,7 @@ void run(const Problem& g, int threads) {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t b = tiles * t / nt, e = tiles * (t + 1) / nt;
     if (b < e) {
-      if (split_m) compute(g, b * MR, std::min(g.M, e * MR), 0, g.N);
+      if (split_m) compute(g, b * mr, std::min(g.M, e * mr), 0, g.N);
       else compute(g, 0, g.M, b * NR, std::min(g.N, e * NR));
     }
   }
@@ -365,12 +557,38 @@ ROSETTA_BF16_TARGET double time_fp32_fmas(int64_t iters) {
 }
 #undef ROSETTA_PROBE_LOOP
 
+ROSETTA_AMX_TARGET double time_amx_dots(int64_t iters) {
+  if (iters <= 0) return 0;
+  alignas(64) uint16_t ones[16 * 32];  // bf16 0.25: normal numbers, no special cases
+  std::fill(ones, ones + 16 * 32, uint16_t(0x3E80));
+  configure_tiles();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  const double dt = seconds_since(t0);
+  _tile_release();
+  return dt;
+}
+
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out) {
   std::free(out.words);
   out.words = nullptr;
   out.K = K;
   out.N = N;
-  const int64_t words = packed_b_words(K, N);
+  out.amx = gemm_bf16_amx();
+  const int64_t words = packed_b_words(K, N, out.amx);
   if (words == 0) return;
   out.words = static_cast<uint32_t*>(std::aligned_alloc(64, size_t(round_up(words, 16)) * sizeof(uint32_t)));
   if (!out.words) throw std::bad_alloc();
@@ -378,9 +596,9 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   const int64_t np = round_up(N, NR);
   int64_t offset = 0;
   for (int64_t pc = 0; pc < K; pc += KC) {
-    const int64_t kc = std::min(KC, K - pc);
-    pack_b_block(g, pc, kc, 0, N, out.words + offset);
-    offset += (kc + 1) / 2 * np;
+    const int64_t kc = std::min(KC, K - pc), ks = block_pairs(kc, out.amx);
+    pack_b_block(g, pc, kc, 0, N, out.words + offset, ks);
+    offset += ks * np;
   }
 }
 
@@ -399,6 +617,7 @@ void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 double time_bf16_dots(int64_t) { return 0; }
 double time_fp32_fmas(int64_t) { return 0; }
+double time_amx_dots(int64_t) { return 0; }
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
                       int64_t, int, const float*) {}
 

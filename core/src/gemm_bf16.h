@@ -24,6 +24,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
 // read it. gemm_bf16_packed computes C = alpha * op(A) @ B + beta * C with it.
 struct PackedB {
   int64_t K = 0, N = 0;
+  bool amx = false;           // packed for the AMX kernels (k pairs padded to 16 per block)
   uint32_t* words = nullptr;  // owned
   PackedB() = default;
   PackedB(const PackedB&) = delete;
@@ -38,10 +39,19 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();
 
+// The bf16 GEMMs run on AMX tiles (TDPBF16PS) instead of VDPBF16PS: gemm_bf16_available(), the
+// CPU has AMX-TILE and AMX-BF16, the OS saves the tile state and grants it to this process
+// (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and ROSETTA_AMX is not "0" in the
+// environment when first asked. Decided once per process.
+bool gemm_bf16_amx();
+
 // Seconds this core takes for `iters` rounds of 16 independent VDPBF16PS (bf16) or VFMADD231PS
 // (fp32) on registers alone: the instructions' throughput, with no memory in the way. Only where
 // gemm_bf16_available().
 double time_bf16_dots(int64_t iters);
 double time_fp32_fmas(int64_t iters);
+// Seconds for `iters` rounds of 4 independent TDPBF16PS (16 x 16 x 32 multiply-adds each) on
+// tiles alone. Only where gemm_bf16_amx().
+double time_amx_dots(int64_t iters);
 
 }  // namespace rosetta::detail

@@ -8,8 +8,11 @@
 //   blas_kernels() tells which core is running and whether it is below what the CPU can run;
 //   OPENBLAS_CORETYPE, when set, is the user's choice and is reported as such.
 // - bf16 (Precision::bf16): rosetta's own micro-kernels on AVX512_BF16 (VDPBF16PS: pairs of
-//   bf16 products summed into fp32 lanes). Operands are rounded to bf16 (round to nearest even)
-//   as they are packed; products and sums are fp32, and so is the result.
+//   bf16 products summed into fp32 lanes), or on AMX tiles (TDPBF16PS: a 16 x 32 by 32 x 16 bf16
+//   product summed into a 16 x 16 fp32 tile) where the CPU has AMX-BF16 and the OS grants the
+//   tiles (bf16_uses_amx(); ROSETTA_AMX=0 in the environment turns them off). Operands are
+//   rounded to bf16 (round to nearest even) as they are packed; products and sums are fp32, and
+//   so is the result.
 // - int8 (Precision::int8, inference only): rosetta's own micro-kernels on AVX512_VNNI
 //   (VPDPBUSD: four int8 products summed into int32 lanes) for the products of activations by
 //   weights while decoding (inside a PackedWeightsScope): each weight column quantized to int8
@@ -29,7 +32,7 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false;               // VDPBF16PS, VCVTNEPS2BF16
   bool avx512_vnni = false;               // VPDPBUSD: int8 dot products summed in int32
-  bool amx_tile = false, amx_bf16 = false;  // reported; rosetta has no AMX kernels yet
+  bool amx_tile = false, amx_bf16 = false;  // TDPBF16PS on tiles (the OS saves the tile state)
 };
 
 // Read once (cpuid and xgetbv) and cached. On a CPU that is not x86-64 every flag is false.
@@ -99,13 +102,18 @@ bool int8_supported();
 
 // True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
 bool bf16_supported();
+// True when the bf16 products run on AMX tiles: bf16_supported(), AMX-TILE and AMX-BF16, the OS
+// grants this process the tile state (Linux 5.16+), and ROSETTA_AMX is not "0" in the
+// environment when first asked. Decided once per process.
+bool bf16_uses_amx();
 
-// How many times the multiply-add rate of its fp32 FMAs one core reaches with bf16 dot products
-// (VDPBF16PS: two bf16 products per fp32 lane), measured once on registers alone (~1 ms, the
-// best of several alternating rounds) and cached; 0 where !bf16_supported(). Having the
-// instruction is not enough for speed: AMD Zen 4 runs it at its FMAs' instruction rate, 2.0x the
+// How many times the multiply-add rate of its fp32 FMAs one core reaches with the bf16 dot
+// products the bf16 GEMMs use (VDPBF16PS: two bf16 products per fp32 lane; or TDPBF16PS on AMX
+// tiles where bf16_uses_amx()), measured once on registers alone (~1 ms, the best of several
+// alternating rounds) and cached; 0 where !bf16_supported(). Having the instruction is not
+// enough for speed: AMD Zen 4 runs VDPBF16PS at its FMAs' instruction rate, 2.0x the
 // multiply-adds, while an Intel Xeon of the Emerald Rapids class measured 0.5x (there the fast
-// bf16 path is AMX, which rosetta has no kernels for yet).
+// bf16 path is AMX: up to 16x on paper).
 double bf16_dot_speedup();
 // --precision auto's rule: bf16 products where the CPU has them at kAutoBf16Speedup times fp32's
 // multiply-add rate or more (packing and rounding cost the rest), else fp32.
