@@ -79,9 +79,13 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   CHECK(r.name == "small");
   CHECK(settings(r)["dropout"] == "0.2");
   c.max_steps = 0;
-  c.max_epochs = 20;
+  c.max_epochs = 20;  // below kManyPasses: the light setting
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 20 give ~200 updates, ~20 passes"));
+  CHECK(settings(r)["dropout"] == "0.1");
+  c.max_epochs = 30;
+  r = translator::choose_recipe(c);
+  CHECK_THAT(r.reason, Catch::Contains("--max-epochs 30 give ~300 updates, ~30 passes"));
   CHECK(settings(r)["dropout"] == "0.2");
   CHECK(settings(r)["label-smoothing"] == "0.1");
   CHECK(settings(r)["best-metric"] == "\"bleu\"");
@@ -126,7 +130,7 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   INFO(r.reason);
   CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
-  CHECK(settings(r)["dropout"] == "0.1");  // nor 16 passes
+  CHECK(settings(r)["dropout"] == "0.1");  // nor 25 passes
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("give --max-steps"));
