@@ -372,54 +372,21 @@ ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, 
 }
 
 // C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR), and a_sums[m0:m1] where the
-// thread computes the first columns (it packs each A block of its rows once there).
-ROSETTA_BF16_TARGET void compute_avx512(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+// thread computes the first columns (it packs each A block of its rows once there): on AMX tiles
+// (AMR-row panels of A packed row-major, k pairs padded to 16) or with the AVX-512 micro-kernel
+// (MR-row panels, pair-major).
+template <bool Amx>
+ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   static thread_local Scratch<uint32_t> a_buf, b_buf;
+  constexpr int64_t mr = Amx ? AMR : MR;
+  [[maybe_unused]] alignas(64) float acc[Amx ? AMR * NR : 1];
+  if constexpr (Amx) configure_tiles();
   const int64_t np_all = round_up(g.N, NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
     int64_t block_offset = 0;  // of this KC block in a pre-packed B
     for (int64_t pc = 0; pc < g.K; pc += KC) {
-      const int64_t kc = std::min(KC, g.K - pc), kp = (kc + 1) / 2;
-      const uint32_t* bp;
-      if (g.packed) {
-        bp = g.packed->words + block_offset + (jc / NR) * kp * NR;
-        block_offset += kp * np_all;
-      } else {
-        uint32_t* w = b_buf.get(size_t(kp * round_up(nc, NR)));
-        pack_b_block(g, pc, kc, jc, nc, w, kp);
-        bp = w;
-      }
-      const float beta = pc == 0 ? g.beta : 1.0f;
-      const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
-      for (int64_t ic = m0; ic < m1; ic += MC) {
-        const int64_t mc = std::min(MC, m1 - ic);
-        uint32_t* ap = a_buf.get(size_t(kp * round_up(mc, MR)));
-        float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
-        if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
-        pack_block(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, MR, ap, sums);
-        for (int64_t j = 0; j < nc; j += NR)
-          for (int64_t i = 0; i < mc; i += MR)
-            micro_kernel(kp, ap + (i / MR) * kp * MR, bp + (j / NR) * kp * NR, g.c + (ic + i) * g.ldc + jc + j,
-                         g.ldc, int(std::min<int64_t>(MR, mc - i)), int(std::min<int64_t>(NR, nc - j)),
-                         g.alpha, beta, bias ? bias + j : nullptr,
-                         g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr, g.ldg);
-      }
-    }
-  }
-}
-
-// compute() on AMX tiles: the same loops with AMR-row panels and ks = block_pairs(kc, true).
-ROSETTA_AMX_TARGET void compute_amx(const Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  static thread_local Scratch<uint32_t> a_buf, b_buf;
-  alignas(64) float acc[AMR * NR];
-  configure_tiles();
-  const int64_t np_all = round_up(g.N, NR);
-  for (int64_t jc = n0; jc < n1; jc += NC) {
-    const int64_t nc = std::min(NC, n1 - jc);
-    int64_t block_offset = 0;
-    for (int64_t pc = 0; pc < g.K; pc += KC) {
-      const int64_t kc = std::min(KC, g.K - pc), ks = block_pairs(kc, true);
+      const int64_t kc = std::min(KC, g.K - pc), ks = block_pairs(kc, Amx);
       const uint32_t* bp;
       if (g.packed) {
         bp = g.packed->words + block_offset + (jc / NR) * ks * NR;
@@ -433,21 +400,29 @@ ROSETTA_AMX_TARGET void compute_amx(const Problem& g, int64_t m0, int64_t m1, in
       const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
       for (int64_t ic = m0; ic < m1; ic += MC) {
         const int64_t mc = std::min(MC, m1 - ic);
-        uint32_t* ap = a_buf.get(size_t(ks * round_up(mc, AMR)));
+        uint32_t* ap = a_buf.get(size_t(ks * round_up(mc, mr)));
         float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
         if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
-        pack_a_amx(g.ta, g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc, g.lda, kc, mc, ks, ap, sums);
+        const float* a = g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc;
+        if constexpr (Amx) pack_a_amx(g.ta, a, g.lda, kc, mc, ks, ap, sums);
+        else pack_block(g.ta, a, g.lda, kc, mc, MR, ap, sums);
         for (int64_t j = 0; j < nc; j += NR)
-          for (int64_t i = 0; i < mc; i += AMR) {
-            amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
-            store_amx_tile(acc, g.c + (ic + i) * g.ldc + jc + j, g.ldc, int(std::min<int64_t>(AMR, mc - i)),
-                           int(std::min<int64_t>(NR, nc - j)), g.alpha, beta, bias ? bias + j : nullptr,
-                           g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr, g.ldg);
+          for (int64_t i = 0; i < mc; i += mr) {
+            const int m = int(std::min<int64_t>(mr, mc - i)), n = int(std::min<int64_t>(NR, nc - j));
+            float* c = g.c + (ic + i) * g.ldc + jc + j;
+            const float* gate = g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr;
+            if constexpr (Amx) {
+              amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+              store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, g.ldg);
+            } else {
+              micro_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
+                           bias ? bias + j : nullptr, gate, g.ldg);
+            }
           }
       }
     }
   }
-  _tile_release();
+  if constexpr (Amx) _tile_release();
 }
 
 void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
@@ -467,21 +442,21 @@ void run(const Problem& g, int threads) {
   if (g.K == 0) return scale_c(g);
   const bool amx = g.packed ? g.packed->amx : gemm_bf16_amx();
   const int64_t mr = amx ? AMR : MR;
-  const auto compute = amx ? compute_amx : compute_avx512;
+  const auto part = amx ? compute<true> : compute<false>;
   const int64_t tiles_m = (g.M + mr - 1) / mr, tiles_n = (g.N + NR - 1) / NR;
   const bool split_m = g.M >= g.N;
   const int64_t tiles = split_m ? tiles_m : tiles_n;
   threads = int(std::min<int64_t>(std::max(threads, 1), tiles));
   // Inside a parallel region (a model replica's thread) this region is nested: it has its
   // threads only where nested parallelism is on (ThreadReplicas turns it on for that).
-  if (threads <= 1) return compute(g, 0, g.M, 0, g.N);
+  if (threads <= 1) return part(g, 0, g.M, 0, g.N);
 #pragma omp parallel num_threads(threads)
   {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t b = tiles * t / nt, e = tiles * (t + 1) / nt;
     if (b < e) {
-      if (split_m) compute(g, b * mr, std::min(g.M, e * mr), 0, g.N);
-      else compute(g, 0, g.M, b * NR, std::min(g.N, e * NR));
+      if (split_m) part(g, b * mr, std::min(g.M, e * mr), 0, g.N);
+      else part(g, 0, g.M, b * NR, std::min(g.N, e * NR));
     }
   }
 }
