@@ -180,7 +180,10 @@ std::string kernels_summary() {
     char rate[80];
     std::snprintf(rate, sizeof rate, " (bf16 dot products at %.1fx the multiply-add rate of fp32 FMAs)",
                   bf16_dot_speedup());
-    s += std::string(bf16_uses_amx() ? "rosetta AMX tiles" : "rosetta AVX512_BF16 micro-kernels") + rate;
+    s += std::string(!bf16_uses_amx()                   ? "rosetta AVX512_BF16 micro-kernels"
+                     : detail::gemm_bf16_amx_modelled() ? "rosetta AMX tiles modelled in scalar code (ROSETTA_AMX=model)"
+                                                        : "rosetta AMX tiles") +
+         rate;
   } else {
     s += "none (no AVX512_BF16)";
   }
@@ -269,7 +272,7 @@ double bf16_dot_speedup() {
     // VDPBF16PS loop 16 x 32, of the AMX loop 4 x 16 x 16 x 32 (TDPBF16PS on tiles, where the
     // bf16 GEMMs run on them).
     constexpr int64_t kIters = 2048;
-    const bool amx = bf16_uses_amx();
+    const bool amx = bf16_uses_amx() && !detail::gemm_bf16_amx_modelled();  // a model has no rate
     const int64_t bf16_iters = amx ? kIters / 16 : kIters;
     const double bf16_macs = amx ? 4.0 * 16 * 16 * 32 : 16.0 * 32;
     double bf16 = 1e30, fp32 = 1e30;

@@ -32,6 +32,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -64,22 +65,33 @@ bool gemm_bf16_available() {
   return f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512_bf16;
 }
 
-bool gemm_bf16_amx() {
-  static const bool usable = [] {
-    const CpuFeatures& f = cpu_features();
-    if (!gemm_bf16_available() || !f.amx_tile || !f.amx_bf16) return false;
+namespace {
+enum class AmxMode { off, tiles, model };
+
+AmxMode amx_mode() {
+  static const AmxMode mode = [] {
+    if (!gemm_bf16_available()) return AmxMode::off;
     const char* env = std::getenv("ROSETTA_AMX");
-    if (env && std::string(env) == "0") return false;
+    const std::string choice = env ? env : "";
+    if (choice == "0") return AmxMode::off;
+    if (choice == "model") return AmxMode::model;
+    const CpuFeatures& f = cpu_features();
+    if (!f.amx_tile || !f.amx_bf16) return AmxMode::off;
 #if defined(__linux__) && defined(__x86_64__)
     // Linux hands out the 8 KiB tile state only to processes that ask (kernel 5.16 and later).
     constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0 ? AmxMode::tiles : AmxMode::off;
 #else
-    return false;
+    return AmxMode::off;
 #endif
   }();
-  return usable;
+  return mode;
 }
+}  // namespace
+
+bool gemm_bf16_amx() { return amx_mode() != AmxMode::off; }
+
+bool gemm_bf16_amx_modelled() { return amx_mode() == AmxMode::model; }
 
 PackedB::~PackedB() { std::free(words); }
 
@@ -324,6 +336,23 @@ ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t
   _tile_stored(3, acc + 16 * NR + 16, b_stride);
 }
 
+// What amx_kernel computes, in scalar code (ROSETTA_AMX=model: the AMX path's packing, loops and
+// epilogue checked on a CPU without AMX). TDPBF16PS adds each pair's two products in turn.
+void amx_kernel_model(int64_t ks, const uint32_t* a, const uint32_t* b, float* acc) {
+  const auto lo = [](uint32_t w) { return std::bit_cast<float>(w << 16); };
+  const auto hi = [](uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); };
+  for (int i = 0; i < AMR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      float sum = 0;
+      for (int64_t p = 0; p < ks; ++p) {
+        const uint32_t x = a[i * ks + p], y = b[p * NR + j];
+        sum += lo(x) * lo(y);
+        sum += hi(x) * hi(y);
+      }
+      acc[i * NR + j] = sum;
+    }
+}
+
 // C tile (m x n of AMR x NR) from acc, through the epilogue of the AVX-512 kernel.
 ROSETTA_BF16_TARGET void store_amx_tile(const float* acc, float* c, int64_t ldc, int m, int n, float alpha,
                                         float beta, const float* bias, const float* gate, int64_t ldg) {
@@ -380,7 +409,9 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
   static thread_local Scratch<uint32_t> a_buf, b_buf;
   constexpr int64_t mr = Amx ? AMR : MR;
   [[maybe_unused]] alignas(64) float acc[Amx ? AMR * NR : 1];
-  if constexpr (Amx) configure_tiles();
+  [[maybe_unused]] const bool model = Amx && gemm_bf16_amx_modelled();
+  if constexpr (Amx)
+    if (!model) configure_tiles();
   const int64_t np_all = round_up(g.N, NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
@@ -412,7 +443,8 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
             float* c = g.c + (ic + i) * g.ldc + jc + j;
             const float* gate = g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr;
             if constexpr (Amx) {
-              amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+              if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+              else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, g.ldg);
             } else {
               micro_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
@@ -422,7 +454,8 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
       }
     }
   }
-  if constexpr (Amx) _tile_release();
+  if constexpr (Amx)
+    if (!model) _tile_release();
 }
 
 void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C

@@ -104,7 +104,8 @@ bool int8_supported();
 bool bf16_supported();
 // True when the bf16 products run on AMX tiles: bf16_supported(), AMX-TILE and AMX-BF16, the OS
 // grants this process the tile state (Linux 5.16+), and ROSETTA_AMX is not "0" in the
-// environment when first asked. Decided once per process.
+// environment when first asked. Decided once per process. ROSETTA_AMX=model (for tests) runs the
+// AMX path on any CPU with AVX512_BF16, its tile kernel modelled in scalar code: slow.
 bool bf16_uses_amx();
 
 // How many times the multiply-add rate of its fp32 FMAs one core reaches with the bf16 dot
