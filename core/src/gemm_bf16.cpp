@@ -141,9 +141,9 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
 }
 
 // Packs X (kc x w, element (k, j)) as panels of W columns, panel q at out + q * ks * W holding
-// words [p][j] (a row of W words per k pair), zero past kc and w; ks (the pairs a panel holds) is
-// kp = ceil(kc / 2) unless given larger (the AMX kernels': a multiple of 16), zero past kp. X is k-major (element at
-// src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
+// words [p][j] (a row of W words per k pair), zero past kc and w. ks, the pairs a panel holds,
+// is kp = ceil(kc / 2) unless given larger (the AMX kernels': a multiple of 16; zero past kp).
+// X is k-major (element at src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
 // read row by row across all panels (two rows per k pair), a j-major one panel by panel,
 // 16 columns x 32 k at a time through a 16 x 16 word transpose. With `sums` (k-major X only),
 // sums[j] += the kc fp32 values of column j, as they are read.
