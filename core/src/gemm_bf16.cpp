@@ -73,7 +73,7 @@ AmxMode amx_mode() {
     if (!gemm_bf16_available()) return AmxMode::off;
     const char* env = std::getenv("ROSETTA_AMX");
     const std::string choice = env ? env : "";
-    if (choice == "0") return AmxMode::off;
+    if (choice == "0" || choice == "off") return AmxMode::off;
     if (choice == "model") return AmxMode::model;
     const CpuFeatures& f = cpu_features();
     if (!f.amx_tile || !f.amx_bf16) return AmxMode::off;

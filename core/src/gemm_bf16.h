@@ -41,9 +41,9 @@ bool gemm_bf16_available();
 
 // The bf16 GEMMs run on AMX tiles (TDPBF16PS) instead of VDPBF16PS: gemm_bf16_available(), the
 // CPU has AMX-TILE and AMX-BF16, the OS saves the tile state and grants it to this process
-// (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and ROSETTA_AMX is not "0" in the
-// environment when first asked. Decided once per process. ROSETTA_AMX=model takes the AMX path
-// with its tile kernel modelled in scalar code (slow; for tests on CPUs without AMX).
+// (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and ROSETTA_AMX is not "0" or "off"
+// in the environment when first asked. Decided once per process. ROSETTA_AMX=model takes the AMX
+// path with its tile kernel modelled in scalar code (slow; for tests on CPUs without AMX).
 bool gemm_bf16_amx();
 bool gemm_bf16_amx_modelled();
 

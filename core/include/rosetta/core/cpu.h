@@ -103,7 +103,7 @@ bool int8_supported();
 // True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
 bool bf16_supported();
 // True when the bf16 products run on AMX tiles: bf16_supported(), AMX-TILE and AMX-BF16, the OS
-// grants this process the tile state (Linux 5.16+), and ROSETTA_AMX is not "0" in the
+// grants this process the tile state (Linux 5.16+), and ROSETTA_AMX is not "0" or "off" in the
 // environment when first asked. Decided once per process. ROSETTA_AMX=model (for tests) runs the
 // AMX path on any CPU with AVX512_BF16, its tile kernel modelled in scalar code: slow.
 bool bf16_uses_amx();
