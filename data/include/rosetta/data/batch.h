@@ -14,7 +14,8 @@
 //
 // An epoch (deterministic in (seed, epoch)):
 //   1. shuffle the pair indices with a Generator seeded from (seed, epoch);
-//   2. cut them into chunks of bucket_chunk pairs, sort each chunk by length (stable);
+//   2. cut them into chunks of bucket_chunk pairs (by default one chunk: the whole epoch), sort
+//      each chunk by length (stable, so pairs of equal lengths stay in shuffled order);
 //   3. cut each sorted chunk greedily into batches under the budget;
 //   4. shuffle the order of the batches.
 // With shuffle off, the whole corpus is sorted by length and batches come in that order
@@ -38,8 +39,10 @@ struct BatchOptions {
   size_t max_tokens_ = 4096;     // budget: B * max(S, T) <= max_tokens
   size_t max_sentences_ = 0;     // optional cap on B (0 = none)
   // Pairs sorted by length together; batches never straddle two chunks, so keep it much
-  // larger than a batch. 0 = the whole epoch.
-  size_t bucket_chunk_ = 4096;
+  // larger than a batch. 0 = the whole epoch: the least padding (on Ding's 18k pairs in
+  // 2,500-token batches, 7.1% of positions against 12.1% with chunks of 4,096 pairs), while
+  // pairs of equal lengths still meet in a new order each epoch.
+  size_t bucket_chunk_ = 0;
   bool shuffle_ = true;
   uint64_t seed_ = 0;
   bool src_eos_ = false;         // append eos to every source sequence
