@@ -3,8 +3,9 @@
 # 16-core Xeon lent for minutes): the presets in fp32 and bf16 and PyTorch fp32 / bf16 autocast
 # at each thread count, then the default translator job's training tokens/s in fp32 and bf16 at
 # each thread count, and what --precision auto chooses there. One round of each (such machines
-# are lent for minutes); the ratios within one run are what to read. Needs data/de-en for the translator job (skipped
-# without it) and a Python with PyTorch 2.x for the PyTorch columns (skipped without it).
+# are lent for minutes); the ratios within one run are what to read. Needs data/de-en for the
+# translator job (skipped without it) and a Python with PyTorch 2.x for the PyTorch columns
+# (skipped without it).
 #
 #   bench/cores.sh [--threads "2 16"] [--python PY] [--presets "small base"] [--updates 60]
 #
