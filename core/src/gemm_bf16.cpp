@@ -591,15 +591,23 @@ ROSETTA_AMX_TARGET double time_amx_dots(int64_t iters) {
 }
 
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out) {
-  std::free(out.words);
-  out.words = nullptr;
+  const bool amx = gemm_bf16_amx();
+  const int64_t words = packed_b_words(K, N, amx);
+  // Packed again into a buffer of the same size (weights packed after every update): kept, so
+  // that no pages are freed and faulted in again.
+  if (!out.words || packed_b_words(out.K, out.N, out.amx) != words) {
+    std::free(out.words);
+    out.words = nullptr;
+    out.K = out.N = 0;
+    if (words > 0) {
+      out.words = static_cast<uint32_t*>(std::aligned_alloc(64, size_t(round_up(words, 16)) * sizeof(uint32_t)));
+      if (!out.words) throw std::bad_alloc();
+    }
+  }
   out.K = K;
   out.N = N;
-  out.amx = gemm_bf16_amx();
-  const int64_t words = packed_b_words(K, N, out.amx);
+  out.amx = amx;
   if (words == 0) return;
-  out.words = static_cast<uint32_t*>(std::aligned_alloc(64, size_t(round_up(words, 16)) * sizeof(uint32_t)));
-  if (!out.words) throw std::bad_alloc();
   const Problem g{false, trans_b, 0, N, K, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0};
   const int64_t np = round_up(N, NR);
   int64_t offset = 0;
@@ -611,10 +619,13 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
 }
 
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
-                      const PackedB& b, float beta, float* c, int64_t ldc, int threads, const float* bias) {
+                      const PackedB& b, float beta, float* c, int64_t ldc, int threads, const float* bias,
+                      const float* gate, int64_t ldg) {
   Problem g{trans_a, false, M, b.N, b.K, alpha, beta, a, lda, nullptr, 0, c, ldc};
   g.packed = &b;
   g.bias = bias;
+  g.gate = gate;
+  g.ldg = ldg;
   run(g, threads);
 }
 
@@ -627,7 +638,7 @@ double time_bf16_dots(int64_t) { return 0; }
 double time_fp32_fmas(int64_t) { return 0; }
 double time_amx_dots(int64_t) { return 0; }
 void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
-                      int64_t, int, const float*) {}
+                      int64_t, int, const float*, const float*, int64_t) {}
 
 #endif
 

@@ -20,8 +20,9 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
                int64_t ldc, int threads, const float* bias = nullptr, float* a_sums = nullptr,
                const float* gate = nullptr, int64_t ldg = 0);
 
-// B packed once for many products (weights at inference): op(B) of K x N as the micro-kernels
-// read it. gemm_bf16_packed computes C = alpha * op(A) @ B + beta * C with it.
+// B packed once for many products (weights at inference, or shared by model replicas): op(B)
+// of K x N as the micro-kernels read it. gemm_bf16_packed computes C = alpha * op(A) @ B + bias +
+// beta * C with it, gated as gemm_bf16 (the same results as gemm_bf16 on the unpacked B).
 struct PackedB {
   int64_t K = 0, N = 0;
   bool amx = false;           // packed for the AMX kernels (k pairs padded to 16 per block)
@@ -34,7 +35,7 @@ struct PackedB {
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out);
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
                       const PackedB& b, float beta, float* c, int64_t ldc, int threads,
-                      const float* bias = nullptr);
+                      const float* bias = nullptr, const float* gate = nullptr, int64_t ldg = 0);
 
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();

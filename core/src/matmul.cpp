@@ -6,6 +6,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <exception>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -20,7 +22,33 @@
 
 namespace rosetta {
 
+// The packings of SharedPackedWeights: op(B) of K x N read from `data` (rows `ld` apart, or
+// columns with `trans`), as gemm_bf16 would pack it, and the weights' stamps when packed.
+struct SharedPackedWeights::Entries {
+  struct Key {
+    const float* data;
+    int64_t ld, K, N;
+    bool trans;
+    bool operator<(const Key& o) const {
+      return std::tie(data, ld, K, N, trans) < std::tie(o.data, o.ld, o.K, o.N, o.trans);
+    }
+  };
+  struct Stamp {
+    const float* data;
+    uint64_t storage, version;
+    bool operator==(const Stamp& o) const {
+      return data == o.data && storage == o.storage && version == o.version;
+    }
+  };
+  std::map<Key, detail::PackedB> packed;
+  std::vector<Stamp> stamps;
+  int64_t weights = 0;
+};
+
 namespace {
+
+// The packings this thread's bf16 products read (SharedPackedWeights::Use), or null.
+thread_local const SharedPackedWeights::Entries* t_shared_packed = nullptr;
 
 // How BLAS sees the last two axes of a view: rows x cols with a leading dimension.
 struct MatLayout {
@@ -78,15 +106,24 @@ int bf16_threads(int64_t M, int64_t N, int64_t K) {
   return omp_in_parallel() ? nested_gemm_threads() : omp_get_max_threads();
 }
 
+// detail::gemm_bf16, on B's shared packing where this thread has one (SharedPackedWeights::Use).
+void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
+               const float* gate = nullptr, int64_t ldg = 0) {
+  const int threads = bf16_threads(M, N, K);
+  if (const SharedPackedWeights::Entries* shared = t_shared_packed) {
+    const auto it = shared->packed.find({b, ldb, K, N, tb});
+    if (it != shared->packed.end())
+      return detail::gemm_bf16_packed(ta, M, alpha, a, lda, it->second, beta, c, ldc, threads, bias, gate, ldg);
+  }
+  detail::gemm_bf16(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias, nullptr, gate, ldg);
+}
+
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
           int64_t ldc) {
-  if (bf16_product(M, N, K)) {
-    const int threads = bf16_threads(M, N, K);
-    detail::gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb,
-                      float(beta), c, ldc, threads);
-    return;
-  }
+  if (bf16_product(M, N, K))
+    return gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
   sized_gemm(M, N, K, [&] {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
   });
@@ -240,6 +277,65 @@ PackedWeightsScope::~PackedWeightsScope() {
   delete cache_;
 }
 
+SharedPackedWeights::SharedPackedWeights() : entries_(std::make_unique<Entries>()) {}
+SharedPackedWeights::~SharedPackedWeights() = default;
+
+void SharedPackedWeights::clear() { *entries_ = Entries(); }
+int64_t SharedPackedWeights::size() const { return entries_->weights; }
+
+void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
+  if (matmul_precision() != Precision::bf16 || !detail::gemm_bf16_available()) return clear();
+  std::vector<const Tensor*> kept;
+  std::vector<Entries::Stamp> stamps;
+  for (const Tensor& w : weights)
+    if (w.dim() == 2 && w.dtype() == DType::f32 && w.is_contiguous() && w.numel() > 0) {
+      kept.push_back(&w);
+      stamps.push_back({w.data<float>(), w.storage_id(), w.version()});
+    }
+  if (stamps == entries_->stamps) return;  // unchanged since packed
+  entries_->stamps.clear();
+  entries_->weights = 0;
+  // Each weight [R, C] as op(B) of x @ w^T (K = C, N = R, transposed) and of dy @ w (K = R, N = C),
+  // into the packings of the same keys where there are (the weights after an update: same data).
+  std::map<Entries::Key, detail::PackedB>& packed = entries_->packed;
+  std::vector<std::pair<Entries::Key, detail::PackedB*>> jobs;
+  for (const Tensor* w : kept) {
+    const int64_t R = w->shape()[0], C = w->shape()[1];
+    for (const Entries::Key key : {Entries::Key{w->data<float>(), C, C, R, true},
+                                   Entries::Key{w->data<float>(), C, R, C, false}}) {
+      detail::PackedB* p = &packed[key];  // nodes stay put as others are added
+      if (std::none_of(jobs.begin(), jobs.end(), [p](const auto& j) { return j.second == p; }))
+        jobs.emplace_back(key, p);  // a weight given twice: packed once
+    }
+  }
+  for (auto it = packed.begin(); it != packed.end();)  // weights no longer given
+    it = std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) { return j.second == &it->second; })
+             ? std::next(it)
+             : packed.erase(it);
+  std::vector<std::exception_ptr> errors(jobs.size());
+#pragma omp parallel for schedule(dynamic, 1) if (!omp_in_parallel())
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Entries::Key& k = jobs[i].first;
+    try {
+      detail::pack_b_bf16(k.trans, k.K, k.N, k.data, k.ld, *jobs[i].second);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) {
+      clear();
+      std::rethrow_exception(e);
+    }
+  entries_->stamps = std::move(stamps);
+  entries_->weights = int64_t(jobs.size()) / 2;  // two packings per distinct weight
+}
+
+SharedPackedWeights::Use::Use(const SharedPackedWeights& packed) : saved_(t_shared_packed) {
+  t_shared_packed = packed.entries_.get();
+}
+SharedPackedWeights::Use::~Use() { t_shared_packed = static_cast<const SharedPackedWeights::Entries*>(saved_); }
+
 namespace {
 // out = a @ b + bias by a weight b packed once per PackedWeightsScope, where a scope is open, the
 // operands suit the kernels, and the precision is int8 (gemm_int8) or fp32 on AVX-512
@@ -289,8 +385,8 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
         detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, packed, 0.0f,
                                  out.data<float>(), lc.ld, threads, bias_data);
       } else {
-        detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
-                          b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, threads, bias_data);
+        gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
+                  b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, bias_data);
       }
       out.bump_version();
       return;
@@ -340,9 +436,8 @@ void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, 
   if (dx.beta == 0 && bf16_product(M, N, K, {&dx.out, &dy, &w, &y}) && y.is_contiguous()) {
     const MatLayout la = layout_of(dy), lb = layout_of(w);
     if (la.ok && lb.ok) {
-      detail::gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, float(scale), dy.data<float>(),
-                        la.ld, w.data<float>(), lb.ld, 0.0f, dx.out.data<float>(), N, bf16_threads(M, N, K), nullptr,
-                        nullptr, y.data<float>(), N);
+      gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, float(scale), dy.data<float>(), la.ld,
+                w.data<float>(), lb.ld, 0.0f, dx.out.data<float>(), N, nullptr, y.data<float>(), N);
       dx.out.bump_version();
       return;
     }

@@ -383,3 +383,71 @@ TEST_CASE("bf16 weights packed once per PackedWeightsScope follow the weights th
   const Tensor other = W.clone();  // another storage with the same values: packed on its own
   CHECK(linear(other) == doubled);
 }
+
+TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give the unpacked results", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(17);
+  // A weight [out, in] over two packed k blocks either way, sizes off the micro-tile; a second
+  // one given twice (packed once).
+  Tensor W = randn(g, {600, 1100}), V = randn(g, {96, 80});
+  const Tensor x = randn(g, {70, 1100}), dy = randn(g, {70, 600}), bias = randn(g, {600});
+  const Tensor y = unary(UnaryOp::relu, randn(g, {70, 1100}));
+  SharedPackedWeights packed;
+  {
+    const MatmulPrecisionScope fp32(Precision::fp32);
+    packed.pack({W, V});
+    CHECK(packed.size() == 0);  // fp32: OpenBLAS packs its own
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  // Forward (x W^T + bias), a linear layer's dx (dy W), relu's gated dx, and a view into W,
+  // which is not the weight as packed and is packed as before.
+  auto products = [&] {
+    Tensor fwd = Tensor::empty({70, 600}), gated = Tensor::empty({70, 1100});
+    matmul_bias_into(fwd, x, W.transpose(0, 1), bias);
+    relu_linear_input_grad(dy, W, y, 1.25, {gated, 0.0});
+    std::vector<float> all = fwd.to_vector<float>();
+    for (const Tensor& t : {matmul(dy, W), gated, matmul(x.narrow(1, 0, 80), V.transpose(0, 1)), matmul(dy.narrow(1, 0, 96),
+                                                                                       W.narrow(0, 0, 96))})
+      for (float v : t.to_vector<float>()) all.push_back(v);
+    return all;
+  };
+  const std::vector<float> unpacked = products();
+  packed.pack({W, V, V});
+  CHECK(packed.size() == 2);  // V given twice, packed once
+  {
+    const SharedPackedWeights::Use use(packed);
+    CHECK(products() == unpacked);
+  }
+  // Read by several threads at once, as replicas do.
+  std::vector<std::vector<float>> seen(3);
+#pragma omp parallel for num_threads(3)
+  for (int t = 0; t < 3; ++t) {
+    const SharedPackedWeights::Use use(packed);
+    seen[size_t(t)] = products();
+  }
+  for (const auto& s : seen) CHECK(s == unpacked);
+  {
+    // The packing is what the products read: a write through the raw pointer (no version bump,
+    // against the contract) is not seen inside a Use, and is outside one.
+    const std::vector<float> before = matmul(x, W.transpose(0, 1)).to_vector<float>();
+    const std::vector<float> saved = W.to_vector<float>();
+    std::fill(W.data<float>(), W.data<float>() + 600, 0.0f);
+    CHECK(matmul(x, W.transpose(0, 1)).to_vector<float>() != before);
+    {
+      const SharedPackedWeights::Use use(packed);
+      CHECK(matmul(x, W.transpose(0, 1)).to_vector<float>() == before);
+    }
+    std::copy(saved.begin(), saved.end(), W.data<float>());
+  }
+  // A changed weight (its version bumped) is packed again by the next pack().
+  scale_(W, 2.0);
+  const std::vector<float> doubled = products();
+  CHECK(doubled != unpacked);
+  packed.pack({W, V, V});
+  {
+    const SharedPackedWeights::Use use(packed);
+    CHECK(products() == doubled);
+  }
+  packed.clear();
+  CHECK(packed.size() == 0);
+}

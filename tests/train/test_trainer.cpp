@@ -230,6 +230,20 @@ TEST_CASE("replicas with threads inside their bf16 products train as with one ea
   set_num_threads(threads);
   // Each element of a bf16 product is summed by one thread in one order, however many share it.
   CHECK(losses[0] == losses[1]);
+
+  // The replicas' products read the weight packed once per run (the bias is not a matrix);
+  // fp32 packs nothing (OpenBLAS packs its own).
+  auto model = make();
+  optim::Adam opt(model->parameters(), optim::AdamOptions());
+  ThreadReplicas replicas(*model, opt, 2, make);
+  auto forward = [&](int r, int64_t b0, int64_t b1) {
+    static_cast<nn::Linear&>(replicas.model(r)).forward(Var(x.narrow(0, b0, b1 - b0)));
+  };
+  replicas.run(512, forward);
+  CHECK(replicas.packed_weights().size() == 1);
+  const MatmulPrecisionScope fp32(Precision::fp32);
+  replicas.run(512, forward);
+  CHECK(replicas.packed_weights().size() == 0);
 }
 
 TEST_CASE("a user's model trains the same on one replica and on two", "[train]") {

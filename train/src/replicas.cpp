@@ -51,7 +51,15 @@ ThreadReplicas::ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, i
 
 void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f) {
   const int n = int(std::min<int64_t>(size(), std::max<int64_t>(rows, 1)));
-  if (n == 1) return f(0, 0, rows);
+  // Without this, each replica (and each thread of a product split along its rows) packs every
+  // weight again for its own products; the same results either way.
+  std::vector<Tensor> weights;
+  for (const Var& p : model_.parameters()) weights.push_back(p.data());
+  packed_.pack(weights);
+  if (n == 1) {
+    const SharedPackedWeights::Use use(packed_);
+    return f(0, 0, rows);
+  }
   const std::vector<Generator*>& primary = generators_[0];
   std::vector<uint64_t> counters;
   for (Generator* g : primary) counters.push_back(g->counter());
@@ -66,6 +74,7 @@ void ThreadReplicas::run(int64_t rows, const std::function<void(int, int64_t, in
 #pragma omp parallel num_threads(n)
   {
     const int r = omp_get_thread_num();
+    const SharedPackedWeights::Use use(packed_);
     set_nested_gemm_threads(inner_threads_);
     try {
       f(r, rows * r / n, rows * (r + 1) / n);

@@ -79,6 +79,9 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
                 {"optimizer state", optimizer_tensors * weights},
                 {"EMA", ema},
                 {"replicas' gradients", double(replicas - 1) * weights},
+                // bf16 (auto may be): each weight packed as bf16 twice (x w^T and dy w), shared by
+                // the replicas (core SharedPackedWeights)
+                {"weights packed for bf16 products", c.precision == "fp32" ? 0.0 : weights},
                 {"largest batch's activations", training_activation_bytes(o, c.max_tokens)},
                 // serialized whole before it is written (core/safetensors), while the freed
                 // activations stay in the allocator's cache

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "rosetta/core/tensor.h"
@@ -144,6 +145,44 @@ class PackedWeightsScope {
 
  private:
   Cache* cache_;  // null in a nested scope
+};
+
+// bf16 packings of weights made once and read by many threads: model replicas (one per thread,
+// train::ThreadReplicas) multiply by the same weights, and without these each packs them again
+// for each of its products. pack() packs each 2-D weight w as the B of both x @ w^T and dy @ w
+// (in parallel, on this thread's OpenMP team) where the matmul precision is bf16, and keeps the
+// packings while the weights are unchanged (same data, storage and version); at other precisions
+// it drops them (OpenBLAS packs its own). A thread inside a Use finds them in its bf16 products
+// whose B is one of those weights, as given (not a view into one), with the same results as
+// unpacked. The weights must not be written while a Use reads them.
+class SharedPackedWeights {
+ public:
+  SharedPackedWeights();
+  ~SharedPackedWeights();
+  SharedPackedWeights(const SharedPackedWeights&) = delete;
+  SharedPackedWeights& operator=(const SharedPackedWeights&) = delete;
+
+  void pack(const std::vector<Tensor>& weights);
+  void clear();
+  // The weights packed (0 where none are).
+  int64_t size() const;
+
+  // This thread's bf16 products read `packed` until the Use ends (a Use inside another: the
+  // inner one's, then the outer one's again).
+  class Use {
+   public:
+    explicit Use(const SharedPackedWeights& packed);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    const void* saved_;
+  };
+  struct Entries;  // opaque (core/src/matmul.cpp)
+
+ private:
+  std::unique_ptr<Entries> entries_;
 };
 
 // ------------------------------------------------------------------ softmax family (softmax.cpp)

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rosetta/core/lifetime.h"
+#include "rosetta/core/ops.h"
 #include "rosetta/core/random.h"
 #include "rosetta/nn/module.h"
 #include "rosetta/optim/optimizer.h"
@@ -55,9 +56,13 @@ class ThreadReplicas {
   // f(r, begin, end) for replica r on rows [begin, end), all at once, one thread each (BLAS
   // single-threaded inside). Each replica's dropout generators draw its shard's rows of what
   // the model's would draw for the whole batch, so the masks, and the summed gradients up to
-  // rounding, are those of one model on the whole batch. Rethrows the first exception a
-  // replica threw, after all have finished.
+  // rounding, are those of one model on the whole batch. In bf16 the model's weights are packed
+  // for the products once (again only after they change) and all replicas read that packing
+  // (SharedPackedWeights). Rethrows the first exception a replica threw, after all have finished.
   void run(int64_t rows, const std::function<void(int, int64_t, int64_t)>& f);
+
+  // The model's weights as packed for the replicas' bf16 products by the last run() (none in fp32).
+  const SharedPackedWeights& packed_weights() const ROSETTA_LIFETIMEBOUND { return packed_; }
 
   // Moves the gradients of replicas 1..n-1 into the optimizer's (replica 0's): adds them and
   // zeroes theirs for the next step.
@@ -84,6 +89,7 @@ class ThreadReplicas {
   std::vector<std::vector<Generator*>> generators_;  // [replica][j]: replica's j-th dropout generator
   std::vector<Tensor> grads_;                        // [N] per extra replica
   int inner_threads_ = 1;
+  SharedPackedWeights packed_;  // the model's weights packed for bf16 products (none in fp32)
 };
 
 // ThreadReplicas::plan on this process's threads for a --replicas option: a request above the
