@@ -48,6 +48,9 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(small["dropout"] == "0.1");
   CHECK(small["label-smoothing"] == "0.1");
   CHECK(small["best-metric"] == "\"bleu\"");
+  CHECK(settings(translator::recipe_settings("small", translator::kSomePasses - 1))["dropout"] == "0.1");
+  CHECK(settings(translator::recipe_settings("small", translator::kSomePasses))["dropout"] == "0.15");
+  CHECK(settings(translator::recipe_settings("small", translator::kManyPasses - 1))["dropout"] == "0.15");
   small = settings(translator::recipe_settings("small", translator::kManyPasses));
   CHECK(small["dropout"] == "0.2");
   CHECK(small["label-smoothing"] == "0.1");
@@ -58,6 +61,7 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(large["label-smoothing"] == "0.2");
   CHECK(large["max-tokens"] == "4000");
   CHECK(settings(translator::recipe_settings("large", 2))["dropout"] == "0.1");
+  CHECK(settings(translator::recipe_settings("large", 20))["dropout"] == "0.1");  // no middle step measured
   CHECK_THROWS_WITH(translator::recipe_settings("huge", 1), Catch::Contains("--recipe huge is not a recipe"));
   // The large model's update is ~8 of the small one's (5x the FLOPs per token, 1.6x the tokens).
   CHECK(translator::update_cost("small") == 1.0);
@@ -79,10 +83,14 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   CHECK(r.name == "small");
   CHECK(settings(r)["dropout"] == "0.2");
   c.max_steps = 0;
-  c.max_epochs = 20;  // below kManyPasses: the light setting
+  c.max_epochs = 10;  // below kSomePasses: the light setting
+  r = translator::choose_recipe(c);
+  CHECK_THAT(r.reason, Catch::Contains("--max-epochs 10 give ~100 updates, ~10 passes"));
+  CHECK(settings(r)["dropout"] == "0.1");
+  c.max_epochs = 20;  // between kSomePasses and kManyPasses
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 20 give ~200 updates, ~20 passes"));
-  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r)["dropout"] == "0.15");
   c.max_epochs = 30;
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 30 give ~300 updates, ~30 passes"));
@@ -130,7 +138,7 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   INFO(r.reason);
   CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
-  CHECK(settings(r)["dropout"] == "0.1");  // nor 25 passes
+  CHECK(settings(r)["dropout"] == "0.1");  // nor 16 passes
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("give --max-steps"));
