@@ -40,9 +40,8 @@ struct SharedPackedWeights::Entries {
       return data == o.data && storage == o.storage && version == o.version;
     }
   };
-  std::map<Key, detail::PackedB> packed;
+  std::map<Key, detail::PackedB> packed;  // two per distinct weight (its two orientations)
   std::vector<Stamp> stamps;
-  int64_t weights = 0;
 };
 
 namespace {
@@ -281,7 +280,7 @@ SharedPackedWeights::SharedPackedWeights() : entries_(std::make_unique<Entries>(
 SharedPackedWeights::~SharedPackedWeights() = default;
 
 void SharedPackedWeights::clear() { *entries_ = Entries(); }
-int64_t SharedPackedWeights::size() const { return entries_->weights; }
+int64_t SharedPackedWeights::size() const { return int64_t(entries_->packed.size()) / 2; }
 
 void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
   if (matmul_precision() != Precision::bf16 || !detail::gemm_bf16_available()) return clear();
@@ -294,28 +293,27 @@ void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
     }
   if (stamps == entries_->stamps) return;  // unchanged since packed
   entries_->stamps.clear();
-  entries_->weights = 0;
   // Each weight [R, C] as op(B) of x @ w^T (K = C, N = R, transposed) and of dy @ w (K = R, N = C),
-  // into the packings of the same keys where there are (the weights after an update: same data).
-  std::map<Entries::Key, detail::PackedB>& packed = entries_->packed;
-  std::vector<std::pair<Entries::Key, detail::PackedB*>> jobs;
+  // into the packings of the same keys where there are (the weights after an update: same data;
+  // their nodes move over with their buffers); a weight given twice is one key; weights no longer
+  // given are dropped with the old map.
+  std::map<Entries::Key, detail::PackedB> packed;
   for (const Tensor* w : kept) {
     const int64_t R = w->shape()[0], C = w->shape()[1];
     for (const Entries::Key key : {Entries::Key{w->data<float>(), C, C, R, true},
                                    Entries::Key{w->data<float>(), C, R, C, false}}) {
-      detail::PackedB* p = &packed[key];  // nodes stay put as others are added
-      if (std::none_of(jobs.begin(), jobs.end(), [p](const auto& j) { return j.second == p; }))
-        jobs.emplace_back(key, p);  // a weight given twice: packed once
+      if (packed.count(key)) continue;
+      if (auto node = entries_->packed.extract(key)) packed.insert(std::move(node));
+      else packed.try_emplace(key);
     }
   }
-  for (auto it = packed.begin(); it != packed.end();)  // weights no longer given
-    it = std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) { return j.second == &it->second; })
-             ? std::next(it)
-             : packed.erase(it);
+  entries_->packed = std::move(packed);
+  std::vector<std::pair<const Entries::Key*, detail::PackedB*>> jobs;
+  for (auto& [key, p] : entries_->packed) jobs.emplace_back(&key, &p);
   std::vector<std::exception_ptr> errors(jobs.size());
 #pragma omp parallel for schedule(dynamic, 1) if (!omp_in_parallel())
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const Entries::Key& k = jobs[i].first;
+    const Entries::Key& k = *jobs[i].first;
     try {
       detail::pack_b_bf16(k.trans, k.K, k.N, k.data, k.ld, *jobs[i].second);
     } catch (...) {
@@ -328,13 +326,12 @@ void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
       std::rethrow_exception(e);
     }
   entries_->stamps = std::move(stamps);
-  entries_->weights = int64_t(jobs.size()) / 2;  // two packings per distinct weight
 }
 
 SharedPackedWeights::Use::Use(const SharedPackedWeights& packed) : saved_(t_shared_packed) {
   t_shared_packed = packed.entries_.get();
 }
-SharedPackedWeights::Use::~Use() { t_shared_packed = static_cast<const SharedPackedWeights::Entries*>(saved_); }
+SharedPackedWeights::Use::~Use() { t_shared_packed = saved_; }
 
 namespace {
 // out = a @ b + bias by a weight b packed once per PackedWeightsScope, where a scope is open, the

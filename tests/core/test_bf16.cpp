@@ -406,8 +406,9 @@ TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give 
     matmul_bias_into(fwd, x, W.transpose(0, 1), bias);
     relu_linear_input_grad(dy, W, y, 1.25, {gated, 0.0});
     std::vector<float> all = fwd.to_vector<float>();
-    for (const Tensor& t : {matmul(dy, W), gated, matmul(x.narrow(1, 0, 80), V.transpose(0, 1)), matmul(dy.narrow(1, 0, 96),
-                                                                                       W.narrow(0, 0, 96))})
+    const Tensor of_v = matmul(x.narrow(1, 0, 80), V.transpose(0, 1));
+    const Tensor of_view = matmul(dy.narrow(1, 0, 96), W.narrow(0, 0, 96));
+    for (const Tensor& t : {matmul(dy, W), gated, of_v, of_view})
       for (float v : t.to_vector<float>()) all.push_back(v);
     return all;
   };

@@ -167,6 +167,8 @@ class SharedPackedWeights {
   // The weights packed (0 where none are).
   int64_t size() const;
 
+  struct Entries;  // opaque (core/src/matmul.cpp)
+
   // This thread's bf16 products read `packed` until the Use ends (a Use inside another: the
   // inner one's, then the outer one's again).
   class Use {
@@ -177,9 +179,8 @@ class SharedPackedWeights {
     Use& operator=(const Use&) = delete;
 
    private:
-    const void* saved_;
+    const Entries* saved_;
   };
-  struct Entries;  // opaque (core/src/matmul.cpp)
 
  private:
   std::unique_ptr<Entries> entries_;
