@@ -5,6 +5,7 @@
 // than the warm-up is refused with one line naming both. Tagged [budget].
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -80,9 +81,21 @@ TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging
           "[budget][alone]") {
   TempDir work("budget_time");
   const std::string dir = work / "run";
-  // An interval of ~50 ms, and no checkpoint before the end: the estimate cannot foresee a stall
-  // of the machine in the run's last moments (a checkpoint's fsync on a busy disk).
-  const int64_t every = 100;
+  // The logging interval: 100 updates (~40 ms in a release build), fewer where the machine runs
+  // fewer than 1,000 updates in the 2 s budget (~250 a second under ASan), so that the run holds
+  // ~10 intervals or more; the speed is measured first by a run of 200 updates (its elapsed time
+  // between the logs at 100 and 200, which leaves out the process's start).
+  const std::string calibration = work / "calibration";
+  REQUIRE(run_rosetta(kFlags + " --max-steps 200 --log-every 100 --save-every 0 --out " + calibration).exit_code == 0);
+  std::vector<double> elapsed;
+  for (const auto& j : read_jsonl(calibration + "/metrics.jsonl"))
+    if (j["kind"] == "train") elapsed.push_back(j["elapsed_s"].get<double>());
+  REQUIRE(elapsed.size() == 2);
+  const double per_second = 100 / (elapsed[1] - elapsed[0]);
+  const int64_t every = std::clamp<int64_t>(static_cast<int64_t>(per_second * 2 / 10), 10, 100);
+  INFO(per_second << " updates a second measured first: logs every " << every << " updates");
+  // No checkpoint before the end: the estimate cannot foresee a stall of the machine in the run's
+  // last moments (a checkpoint's fsync on a busy disk).
   const RunResult r = run_rosetta(kFlags + " --schedule linear --warmup 10% --max-time 2 --save-every 0 --log-every " +
                                   std::to_string(every) + " --out " + dir);
   INFO(r.output);
