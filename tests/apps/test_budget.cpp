@@ -163,6 +163,11 @@ TEST_CASE("a budget no longer than the warm-up, or none, is refused with one lin
   require_error(run_rosetta(kFlags + " --schedule linear --max-time 1 --warmup 100000 --log-every 5 --out " +
                             (work / "f")),
                 {"--max-time 1 allows about", "--warmup 100000", "never decay"});
+  // A budget that ends before the first log line could measure it, inside the warm-up: refused
+  // at its end (a warm-up of 100,000 updates does not fit in 1 s on any machine).
+  require_error(run_rosetta(kFlags + " --schedule linear --max-time 1 --warmup 100000 --log-every 1000000 --out " +
+                            (work / "g")),
+                {"--max-time 1 ended at update", "--warmup 100000", "never decayed"});
   REQUIRE(!fs::exists(work / "a"));  // the ones refused before the run began wrote nothing
 }
 

@@ -89,4 +89,12 @@ void TrainingRun::rebudget() {
   budget_->rebudget(p_.step, total, w.is_share ? warmup_updates(w, total) : -1);
 }
 
+void TrainingRun::refuse_unmeasured_warmup() const {
+  const TrainConfig::Warmup w = c_.warmup_spec();
+  if (!budget_ || w.is_share || p_.step >= w.updates || p_.step >= c_.log_every) return;
+  ROSETTA_FAIL("--max-time ", c_.max_time, " ended at update ", p_.step, ", before the first log line (--log-every ",
+               c_.log_every, ") could measure it and inside the warm-up (--warmup ", w.updates, "): the ", c_.schedule,
+               " schedule never decayed; give a shorter --warmup (or a share, e.g. 5%) or a longer --max-time");
+}
+
 }  // namespace rosetta::translator::detail

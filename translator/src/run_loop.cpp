@@ -60,7 +60,10 @@ std::string TrainingRun::loop() {
   interval_.start = elapsed();
   early_estimates_ = budget_ && budget_->state().total == 0;
   while (true) {
-    if (std::string rule = stopping_rule(); !rule.empty()) return rule;
+    if (std::string rule = stopping_rule(); !rule.empty()) {
+      if (rule == "max-time") refuse_unmeasured_warmup();
+      return rule;
+    }
     if (!update()) continue;
     if (rebudget_due()) rebudget();
     if (p_.step % c_.log_every == 0) log_interval();

@@ -118,6 +118,9 @@ class TrainingRun {
   // root's, on every rank), which re-anchors budget_.
   bool rebudget_due() const;
   void rebudget();
+  // At the end of a time budget: throws where it ended inside a warm-up in updates before any log
+  // line could measure it (rebudget's check never ran).
+  void refuse_unmeasured_warmup() const;
   // Seconds of training, earlier processes of the run included.
   double elapsed() const;
   // What a stop for non-finite values leaves behind, for its message.
