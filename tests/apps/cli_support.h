@@ -102,12 +102,18 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   return out;
 }
 
-// (step, loss) of the training records of a metrics.jsonl, in order.
-inline std::vector<std::pair<int64_t, double>> train_losses(const std::vector<nlohmann::json>& metrics) {
+// (step, value of `field`) of the training records of a metrics.jsonl, in order.
+inline std::vector<std::pair<int64_t, double>> train_values(const std::vector<nlohmann::json>& metrics,
+                                                            const char* field) {
   std::vector<std::pair<int64_t, double>> out;
   for (const auto& j : metrics)
-    if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
+    if (j["kind"] == "train") out.emplace_back(j["step"].get<int64_t>(), j[field].get<double>());
   return out;
+}
+
+// (step, loss) of the training records of a metrics.jsonl, in order.
+inline std::vector<std::pair<int64_t, double>> train_losses(const std::vector<nlohmann::json>& metrics) {
+  return train_values(metrics, "loss");
 }
 
 inline void write_file(const std::string& path, const std::string& text) {

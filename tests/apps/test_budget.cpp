@@ -20,6 +20,7 @@ using rosetta::test::read_jsonl;
 using rosetta::test::require_error;
 using rosetta::test::run_rosetta;
 using rosetta::test::tensors_checksum_of;
+using rosetta::test::train_values;
 namespace fs = std::filesystem;
 
 // A copy-task run of a few hundred updates a second on one thread; validation only at the end.
@@ -29,13 +30,14 @@ const std::string kFlags =
     "--copy-valid-size 10 --valid-bleu-sentences 5 --threads 1 --validate-every 0 --lr 3e-3 --decay-to 0.1";
 constexpr double kPeak = 3e-3, kFloor = 3e-4;
 
-// The learning rate of each logged update of a run, by step.
-std::map<int64_t, double> rates(const std::string& dir) {
-  std::map<int64_t, double> out;
-  for (const auto& j : read_jsonl(dir + "/metrics.jsonl"))
-    if (j["kind"] == "train") out[j["step"].get<int64_t>()] = j["lr"].get<double>();
-  return out;
+// A field of each logged update of a run, by step.
+std::map<int64_t, double> logged(const std::string& dir, const char* field) {
+  const auto values = train_values(read_jsonl(dir + "/metrics.jsonl"), field);
+  return {values.begin(), values.end()};
 }
+
+// The learning rate of each logged update of a run, by step.
+std::map<int64_t, double> rates(const std::string& dir) { return logged(dir, "lr"); }
 
 // Continues the run in `dir` from the checkpoint before its last (checkpoint.prev.safetensors),
 // as if it had been stopped there; returns the step it resumes at.
@@ -87,11 +89,9 @@ TEST_CASE("a budget of --max-time: the rate reaches the floor within one logging
   // between the logs at 100 and 200, which leaves out the process's start).
   const std::string calibration = work / "calibration";
   REQUIRE(run_rosetta(kFlags + " --max-steps 200 --log-every 100 --save-every 0 --out " + calibration).exit_code == 0);
-  std::vector<double> elapsed;
-  for (const auto& j : read_jsonl(calibration + "/metrics.jsonl"))
-    if (j["kind"] == "train") elapsed.push_back(j["elapsed_s"].get<double>());
+  const auto elapsed = logged(calibration, "elapsed_s");
   REQUIRE(elapsed.size() == 2);
-  const double per_second = 100 / (elapsed[1] - elapsed[0]);
+  const double per_second = 100 / (elapsed.at(200) - elapsed.at(100));
   const int64_t every = std::clamp<int64_t>(static_cast<int64_t>(per_second * 2 / 10), 10, 100);
   INFO(per_second << " updates a second measured first: logs every " << every << " updates");
   // No checkpoint before the end: the estimate cannot foresee a stall of the machine in the run's

@@ -25,6 +25,9 @@ int64_t warmup_updates(const TrainConfig::Warmup& w, int64_t total) {
   return std::max<int64_t>(0, std::min<int64_t>(std::llround(w.share * double(total)), total - 1));
 }
 
+// The advice of both refusals of a warm-up that a time budget cannot hold.
+constexpr const char* kShorterWarmup = "give a shorter --warmup (or a share, e.g. 5%) or a longer --max-time";
+
 }  // namespace
 
 std::shared_ptr<optim::Schedule> TrainingRun::make_run_schedule() {
@@ -85,7 +88,7 @@ void TrainingRun::rebudget() {
   ROSETTA_CHECK(w.is_share || p_.step >= w.updates || p_.step % c_.log_every != 0 || total > w.updates,
                 "--max-time ", c_.max_time, " allows about ", total, " updates at the ", num("%.1f", measured[1]),
                 " updates/s measured, no more than the warm-up (--warmup ", w.updates, "): the ", c_.schedule,
-                " schedule would never decay; give a shorter --warmup (or a share, e.g. 5%) or a longer --max-time");
+                " schedule would never decay; ", kShorterWarmup);
   budget_->rebudget(p_.step, total, w.is_share ? warmup_updates(w, total) : -1);
 }
 
@@ -94,7 +97,7 @@ void TrainingRun::refuse_unmeasured_warmup() const {
   if (!budget_ || w.is_share || p_.step >= w.updates || p_.step >= c_.log_every) return;
   ROSETTA_FAIL("--max-time ", c_.max_time, " ended at update ", p_.step, ", before the first log line (--log-every ",
                c_.log_every, ") could measure it and inside the warm-up (--warmup ", w.updates, "): the ", c_.schedule,
-               " schedule never decayed; give a shorter --warmup (or a share, e.g. 5%) or a longer --max-time");
+               " schedule never decayed; ", kShorterWarmup);
 }
 
 }  // namespace rosetta::translator::detail
