@@ -86,7 +86,7 @@ std::pair<double, double> dnnl_gflops(const Shape3& s, const float* a, const flo
 #endif
 
 // Decoding's products by weights (x W^T + bias, W packed once per PackedWeightsScope): OpenBLAS's
-// sgemm on the unpacked weight (what fp32 did before), rosetta's packed fp32 kernel (AVX-512),
+// sgemm on the unpacked weight (what fp32 did before), rosetta's packed fp32 kernel (AVX-512 or AVX2),
 // bf16 and int8 (multiply-adds counted as for fp32; the quantization of x included).
 void decoding_table(int threads) {
   const std::vector<Shape3> shapes{
@@ -107,7 +107,7 @@ void decoding_table(int threads) {
     const double sg = best_gflops(s, [&] { matmul_bias_into(y, x, wt, bias); });  // no scope: OpenBLAS
     auto packed = [&](Precision p) -> std::string {
       if ((p == Precision::bf16 && !bf16_supported()) || (p == Precision::int8 && !int8_supported()) ||
-          (p == Precision::fp32 && !cpu_features().avx512f))
+          (p == Precision::fp32 && PackedWeightsScope::fp32_kernel_isa().empty()))
         return "-";
       const MatmulPrecisionScope precision(p);
       const PackedWeightsScope scope;

@@ -1,4 +1,4 @@
-// rosetta's fp32 GEMM with weights packed once (AVX-512), internal to core. See
+// rosetta's fp32 GEMM with weights packed once (AVX-512 or AVX2), internal to core. See
 // gemm_f32_packed.cpp.
 #pragma once
 
@@ -26,7 +26,10 @@ void pack_b_f32(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb,
 void gemm_f32_packed(int64_t M, const float* a, int64_t lda, const PackedBF32& b, float* c, int64_t ldc,
                      int threads, const float* bias = nullptr);
 
-// The CPU has AVX-512 F and the OS saves the ZMM registers.
+// The CPU has AVX-512 F, or AVX2 and FMA (and the OS saves their registers).
 bool gemm_f32_packed_available();
+// The kernel's ISA: "AVX-512", "AVX2" (also on an AVX-512 CPU where ROSETTA_PACKED_F32=avx2), or
+// "" where none runs.
+const char* gemm_f32_packed_isa();
 
 }  // namespace rosetta::detail

@@ -267,6 +267,8 @@ namespace {
 thread_local PackedWeightsScope::Cache* t_packed_weights = nullptr;
 }
 
+std::string PackedWeightsScope::fp32_kernel_isa() { return detail::gemm_f32_packed_isa(); }
+
 PackedWeightsScope::PackedWeightsScope() : cache_(t_packed_weights ? nullptr : new Cache) {
   if (cache_) t_packed_weights = cache_;
 }
@@ -335,7 +337,7 @@ SharedPackedWeights::Use::~Use() { t_shared_packed = saved_; }
 
 namespace {
 // out = a @ b + bias by a weight b packed once per PackedWeightsScope, where a scope is open, the
-// operands suit the kernels, and the precision is int8 (gemm_int8) or fp32 on AVX-512
+// operands suit the kernels, and the precision is int8 (gemm_int8) or fp32 on AVX-512 or AVX2
 // (gemm_f32_packed); false (nothing done) otherwise.
 bool packed_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   PackedWeightsScope::Cache* cache = t_packed_weights;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/ops.h"
 #include "rosetta/translator/translator.h"
 
 namespace rosetta::translator {
@@ -123,10 +124,13 @@ MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t 
                 {"encoder", n * kFloat * double(rows) * S * (8 * D + 2 * F + 2 * H * S)},
                 {"beams' keys and values", n * (caches + kFloat * R * T * D)},
                 {"a step", n * kFloat * R * (3 * V + 2 * F + 8 * D + 2 * H * (T + S))}};
-  // Products by weights pack them once per decoding thread: fp32 on AVX-512 4 bytes a weight, bf16
-  // 2, int8 1 (and its column's scale); fp32 elsewhere runs on OpenBLAS, unpacked.
+  // Products by weights pack them once per decoding thread: fp32 on AVX-512 or AVX2 4 bytes a
+  // weight, bf16 2, int8 1 (and its column's scale); fp32 elsewhere runs on OpenBLAS, unpacked.
   const Precision p = matmul_precision();
-  const double packed = p == Precision::bf16 ? 2.0 : p == Precision::int8 ? 1.0 : cpu_features().avx512f ? 4.0 : 0.0;
+  const double packed = p == Precision::bf16                              ? 2.0
+                        : p == Precision::int8                            ? 1.0
+                        : !PackedWeightsScope::fp32_kernel_isa().empty() ? 4.0
+                                                                          : 0.0;
   if (packed > 0) plan.parts.emplace_back("packed weights", n * params * packed);
   std::ostringstream d;
   d << "the sizes follow --batch-tokens " << batch_tokens << " (" << rows << " sentences of up to " << src_len

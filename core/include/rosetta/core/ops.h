@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "rosetta/core/tensor.h"
@@ -129,14 +130,18 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
 void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx);
 
 // While one lives on this thread, matmul_bias_into keeps `b` (a weight) packed for its products
-// (fp32 on AVX-512: rosetta's own kernel instead of OpenBLAS's sgemm, which repacks both operands
-// on every call; bf16; int8: quantized) from its first use to the end of the scope, and reuses
+// (fp32 on AVX-512 or AVX2: rosetta's own kernel instead of OpenBLAS's sgemm, which repacks both
+// operands on every call; bf16; int8: quantized) from its first use to the end of the scope, and reuses
 // the packing while the weight is unchanged (same storage and version): decoding multiplies every
 // step by the same weights. The weights must not be written through raw pointers meanwhile.
 // int8 products run only inside one. A scope opened inside another on the same thread shares the
 // outer one's packings (a translation of many batches packs its weights once).
 class PackedWeightsScope {
  public:
+  // The ISA of the fp32 kernel products by packed weights run on here ("AVX-512", "AVX2"), or ""
+  // where they run on OpenBLAS's sgemm even inside a scope (no AVX2 and FMA).
+  static std::string fp32_kernel_isa();
+
   PackedWeightsScope();
   ~PackedWeightsScope();
   PackedWeightsScope(const PackedWeightsScope&) = delete;
