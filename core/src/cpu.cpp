@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gemm_bf16.h"
+#include "gemm_f32_packed.h"
 #include "gemm_int8.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/tensor.h"
@@ -187,6 +188,9 @@ std::string kernels_summary() {
   } else {
     s += "none (no AVX512_BF16)";
   }
+  const std::string packed = detail::gemm_f32_packed_isa();
+  s += "; fp32 decoding: " + (packed.empty() ? std::string("OpenBLAS (no AVX2 and FMA)")
+                                              : "rosetta " + packed + " kernel on weights packed once");
   return s;
 }
 

@@ -31,6 +31,7 @@ TEST_CASE("fp32 products by packed weights: decoding's shapes against float64, o
     return;
   }
   INFO("the " + PackedWeightsScope::fp32_kernel_isa() + " kernel");
+  CHECK_THAT(kernels_summary(), Catch::Contains("fp32 decoding: rosetta " + PackedWeightsScope::fp32_kernel_isa() + " kernel"));
   const MatmulPrecisionScope fp32(Precision::fp32);
   Generator g(17);
   // K past one 512 block (1100), tail panels of every height (AVX-512's 12 and 4 rows, AVX2's 6, 4

@@ -72,7 +72,8 @@ struct BlasKernels {
 BlasKernels blas_kernels();
 
 // One line for logs and reports: ISA, kernels and where they came from, e.g.
-// "CPU AVX-512+AVX512_BF16; fp32 GEMM: OpenBLAS Cooperlake (its own choice)".
+// "CPU AVX-512+AVX512_BF16; fp32 GEMM: OpenBLAS Cooperlake (its own choice); bf16 GEMM: ...;
+// fp32 decoding: rosetta AVX-512 kernel on weights packed once".
 std::string kernels_summary();
 // "kernels: " + kernels_summary(), the precision of matrix products now, and the roofs measured
 // on the current threads with n x n products, e.g. "...; matrix products in bf16; roofs on 2
