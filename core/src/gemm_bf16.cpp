@@ -175,7 +175,8 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
   }
   for (int64_t q = 0; q < panels; ++q)
     for (int j0 = 0; j0 < W; j0 += 16) {
-      const int64_t jq = q * W + j0, wj = std::clamp<int64_t>(w - jq, 0, 16);  // valid columns here
+      // valid columns here, and only this panel's (a 12-wide panel reads 12 rows, not 16)
+      const int64_t jq = q * W + j0, wj = std::clamp<int64_t>(std::min<int64_t>(w - jq, W - j0), 0, 16);
       const __mmask16 store = first_lanes(W - j0);
       uint32_t* panel = out + q * ks * W;
       for (int64_t p0 = 0; p0 < kp; p0 += 16) {  // 16 pairs = 32 k of 16 columns
@@ -213,15 +214,19 @@ ROSETTA_BF16_TARGET inline void store_lanes(__m512 acc, float* ci, __mmask16 k, 
   _mm512_mask_storeu_ps(ci, k, r);
 }
 
-// C tile (m x n of MR x NR) = alpha * A_panel . B_sliver (+ bias, a row of n added to every
-// row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given, rows ldg
-// apart) is not > 0.
+// C tile (m x n of MR x NR, m <= Rows) = alpha * A_panel . B_sliver (+ bias, a row of n added
+// to every row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given,
+// rows ldg apart) is not > 0. Only the panel's first Rows rows are multiplied (a panel's rows are
+// MR words apart whatever Rows is), so a short panel (the last of 32 rows has 8; decoding's
+// products have a few) costs what its rows need.
+template <int Rows>
 ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
                                       int m, int n, float alpha, float beta, const float* bias, const float* gate,
                                       int64_t ldg) {
-  __m512 acc[MR][NV];
+  static_assert(Rows >= 1 && Rows <= MR);
+  __m512 acc[Rows][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+  for (int i = 0; i < Rows; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kp; ++p) {
@@ -229,14 +234,14 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + p * NR + 16 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < Rows; ++i) {
       const __m512bh av = (__m512bh)_mm512_set1_epi32(int(a[p * MR + i]));
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], av, bv[v]);
     }
   }
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
+  for (int i = 0; i < Rows; ++i) {
     if (i >= m) break;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
@@ -447,8 +452,9 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
               else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, g.ldg);
             } else {
-              micro_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
-                           bias ? bias + j : nullptr, gate, g.ldg);
+              const auto kernel = m <= 4 ? micro_kernel<4> : m <= 8 ? micro_kernel<8> : micro_kernel<MR>;
+              kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
+                     bias ? bias + j : nullptr, gate, g.ldg);
             }
           }
       }
