@@ -54,6 +54,10 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   small = settings(translator::recipe_settings("small", translator::kManyPasses));
   CHECK(small["dropout"] == "0.2");
   CHECK(small["label-smoothing"] == "0.1");
+  CHECK(settings(translator::recipe_settings("small", translator::kMostPasses - 1))["label-smoothing"] == "0.1");
+  small = settings(translator::recipe_settings("small", translator::kMostPasses));
+  CHECK(small["dropout"] == "0.2");
+  CHECK(small["label-smoothing"] == "0.2");
   auto large = settings(translator::recipe_settings("large", 40));
   CHECK(large["d-model"] == "512");
   CHECK(large["activation"] == "\"gelu\"");

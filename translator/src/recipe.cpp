@@ -133,7 +133,7 @@ Recipe recipe_settings(const std::string& name, double passes) {
   const Shape s = shape_of(name);
   const bool many = passes >= kManyPasses, large = name == "large";
   const double dropout = many ? (large ? 0.4 : 0.2) : (!large && passes >= kSomePasses ? 0.15 : 0.1);
-  const double smoothing = many && large ? 0.2 : 0.1;
+  const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
   Recipe r;
   r.name = name;
   r.settings = {{"d-model", concat(s.d)},
