@@ -10,8 +10,9 @@
 // and label smoothing 0.1 for few passes; from kSomePasses dropout 0.15 (small); for many (at
 // least kManyPasses) dropout 0.2 and smoothing 0.1 (large: 0.4 and 0.2), the small one's
 // smoothing 0.2 from kMostPasses. Every recipe keeps best.safetensors by validation BLEU (where
-// validation translations are on): the loss bottoms out earlier than BLEU peaks. `auto` takes the large model only when its budget reaches
-// kLargeUpdates updates. Where the numbers come from: README, "Recipes".
+// validation translations are on): the loss bottoms out earlier than BLEU peaks. `auto` takes
+// the large model only when its budget reaches kLargeUpdates updates. Where the numbers come
+// from: README, "Recipes".
 #pragma once
 
 #include <string>
