@@ -48,7 +48,10 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(small["dropout"] == "0.1");
   CHECK(small["label-smoothing"] == "0.1");
   CHECK(small["best-metric"] == "\"bleu\"");
+  CHECK(small["schedule"] == "\"linear\"");  // few passes: the rate ends with the budget
   CHECK(settings(translator::recipe_settings("small", translator::kSomePasses - 1))["dropout"] == "0.1");
+  CHECK(settings(translator::recipe_settings("small", translator::kSomePasses - 1))["schedule"] == "\"linear\"");
+  CHECK(settings(translator::recipe_settings("small", translator::kSomePasses)).count("schedule") == 0);
   CHECK(settings(translator::recipe_settings("small", translator::kSomePasses))["dropout"] == "0.15");
   CHECK(settings(translator::recipe_settings("small", translator::kManyPasses - 1))["dropout"] == "0.15");
   small = settings(translator::recipe_settings("small", translator::kManyPasses));
@@ -65,6 +68,7 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(large["label-smoothing"] == "0.2");
   CHECK(large["max-tokens"] == "4000");
   CHECK(settings(translator::recipe_settings("large", 2))["dropout"] == "0.1");
+  CHECK(settings(translator::recipe_settings("large", 2)).count("schedule") == 0);  // unmeasured
   CHECK(settings(translator::recipe_settings("large", 20))["dropout"] == "0.1");  // no middle step measured
   CHECK_THROWS_WITH(translator::recipe_settings("huge", 1), Catch::Contains("--recipe huge is not a recipe"));
   // The large model's update is ~8 of the small one's (5x the FLOPs per token, 1.6x the tokens).
@@ -110,6 +114,37 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   CHECK_THAT(translator::choose_recipe(c).reason, Catch::Contains("~5 passes over ~50000 tokens"));
 }
 
+TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by updates or time", "[train][recipe]") {
+  const Corpus corpus(2500);
+  translator::TrainConfig c = config(corpus, "auto");
+  c.train_repeat = 40;  // 1,000,000 estimated tokens: 400 updates a pass
+  c.max_steps = 4000;   // 10 passes
+  translator::Recipe r = translator::choose_recipe(c);
+  INFO(r.reason);
+  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r)["schedule"] == "\"linear\"");
+  c.train_repeat = 20;  // 20 passes: inverse-sqrt
+  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  c.train_repeat = 40;
+  // Too few updates after the warm-up (a budget no longer than it would be refused): 1,000 <
+  // 4 x 300; 2,000 < 4 x a warm-up of 600 given.
+  c.max_steps = 1000;
+  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  c.max_steps = 2000;
+  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
+  c.warmup = "600";
+  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  c.warmup = "5%";  // a share of the budget always leaves room
+  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
+  // --max-epochs alone: the linear schedule has no end to decay to.
+  c.warmup = "300";
+  c.max_steps = 0;
+  c.max_epochs = 10;
+  r = translator::choose_recipe(c);
+  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r).count("schedule") == 0);
+}
+
 TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "[train][recipe]") {
   const Corpus corpus(2500);
   translator::TrainConfig c = config(corpus, "auto");
@@ -143,6 +178,7 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
   CHECK(settings(r)["dropout"] == "0.1");  // nor 16 passes
+  CHECK(settings(r).count("schedule") == 0);  // nor 4 warm-ups' updates for the linear schedule
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("give --max-steps"));
