@@ -136,10 +136,13 @@ TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by upda
   CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
   c.warmup = "5%";  // a share of the budget always leaves room
   CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
-  // --max-epochs alone: the linear schedule has no end to decay to.
+  // --max-epochs first, or alone: the linear schedule would not end with the run.
   c.warmup = "300";
+  c.max_epochs = 4;  // 1,600 updates, before --max-steps 2000
+  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  c.max_epochs = 10;  // after
+  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
   c.max_steps = 0;
-  c.max_epochs = 10;
   r = translator::choose_recipe(c);
   CHECK(settings(r)["dropout"] == "0.1");
   CHECK(settings(r).count("schedule") == 0);

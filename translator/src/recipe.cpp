@@ -168,11 +168,13 @@ Recipe choose_recipe(const TrainConfig& c) {
   // Without validation translations there is no BLEU to keep the best weights by.
   if (c.valid_bleu_sentences == 0)
     std::erase_if(r.settings, [](const auto& kv) { return kv.first == "best-metric"; });
-  // The linear schedule ends with --max-steps or --max-time, and needs room after the warm-up
-  // (a budget no longer than it is refused): else the rate keeps its inverse-square-root decay.
+  // The linear schedule ends with --max-steps or --max-time (not with --max-epochs, where those
+  // run out first), and needs room after the warm-up (a budget no longer than it is refused):
+  // else the rate keeps its inverse-square-root decay.
   const TrainConfig::Warmup w = c.warmup_spec();
   const double warmup = w.is_share ? 0.0 : double(std::max(shape_of(name).warmup, w.updates));
-  if ((c.max_steps == 0 && c.max_time_seconds() == 0) || b.updates < kLinearWarmups * warmup)
+  const bool by_epochs = how.starts_with("--max-epochs");
+  if ((c.max_steps == 0 && c.max_time_seconds() == 0) || by_epochs || b.updates < kLinearWarmups * warmup)
     std::erase_if(r.settings, [](const auto& kv) { return kv.first == "schedule"; });
   r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
                     " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
