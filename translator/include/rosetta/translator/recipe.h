@@ -53,8 +53,8 @@ inline constexpr double kLinearWarmups = 4;
 // Far above: on Ding at 5,400 updates (~48 passes; a 2-core Xeon's 13 minutes in bf16 on AMX),
 // all validation pairs, beam 4, three seeds, the small recipe with label smoothing 0.2 / 0.1:
 // 8.44 / 7.95, 8.43 / 8.58 and 8.42 / 8.04 (+0.24 on average, two of three ahead; chrF +0.25).
-// The small recipe takes 0.2 from here, between 29 passes (where 0.2 was not measured against
-// 0.1 on one machine) and 48.
+// The small recipe takes 0.2 from here, between 29 passes (where 0.2 and 0.1 came out even over
+// three seeds, 7.82 / 8.09, 8.10 / 8.15, 7.50 / 7.19) and 48.
 inline constexpr double kMostPasses = 38;
 // The large recipe's plateau on Ding (a GPU sweep, README): ~5,000 updates; with fewer, the
 // small recipe's extra updates win.
