@@ -23,6 +23,7 @@ namespace {
 struct RecipeBudget {
   double updates = 0;  // the updates of the budget (infinite: none)
   double passes = 0;   // over the training corpus (infinite: no budget)
+  bool by_updates_or_time = false;  // its limit is --max-steps or --max-time (not --max-epochs, not none)
 };
 
 struct Shape {
@@ -98,12 +99,14 @@ RecipeBudget budget_for(const std::string& name, const TrainConfig& c, double to
   const double per_update = double(shape_of(name).max_tokens);
   RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   if (how) *how = source.how;
-  const auto limit = [&](double updates, const std::string& what) {
+  const auto limit = [&](double updates, const std::string& what, bool by_updates_or_time = true) {
     if (updates >= b.updates) return;
     b.updates = updates;
+    b.by_updates_or_time = by_updates_or_time;
     if (how) *how = what;
   };
-  if (c.max_epochs > 0) limit(double(c.max_epochs) * tokens / per_update, concat("--max-epochs ", c.max_epochs));
+  if (c.max_epochs > 0)
+    limit(double(c.max_epochs) * tokens / per_update, concat("--max-epochs ", c.max_epochs), false);
   // 5% of the time goes to validations and checkpoints (the 13-minute Ding run: 4.2 updates/s in
   // all, against 4.4 in its training lines).
   if (source.small_seconds > 0)
@@ -165,17 +168,17 @@ Recipe choose_recipe(const TrainConfig& c) {
   const std::string name = c.recipe != "auto" ? c.recipe : large.updates >= kLargeUpdates ? "large" : "small";
   const RecipeBudget b = budget_for(name, c, tokens, source, &how);
   Recipe r = recipe_settings(name, b.passes);
+  const auto drop = [&r](const std::string& key) {
+    std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
+  };
   // Without validation translations there is no BLEU to keep the best weights by.
-  if (c.valid_bleu_sentences == 0)
-    std::erase_if(r.settings, [](const auto& kv) { return kv.first == "best-metric"; });
+  if (c.valid_bleu_sentences == 0) drop("best-metric");
   // The linear schedule ends with --max-steps or --max-time (not with --max-epochs, where those
   // run out first), and needs room after the warm-up (a budget no longer than it is refused):
   // else the rate keeps its inverse-square-root decay.
   const TrainConfig::Warmup w = c.warmup_spec();
   const double warmup = w.is_share ? 0.0 : double(std::max(shape_of(name).warmup, w.updates));
-  const bool by_epochs = how.starts_with("--max-epochs");
-  if ((c.max_steps == 0 && c.max_time_seconds() == 0) || by_epochs || b.updates < kLinearWarmups * warmup)
-    std::erase_if(r.settings, [](const auto& kv) { return kv.first == "schedule"; });
+  if (!b.by_updates_or_time || b.updates < kLinearWarmups * warmup) drop("schedule");
   r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
                     " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
                     corpus.pairs.size(), " pairs (the large recipe: ", format_count(large.updates),
