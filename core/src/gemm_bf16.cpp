@@ -255,6 +255,11 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
 
 // ------------------------------------------------------------------ AMX
 constexpr int AMR = 32;  // rows of the AMX micro-tile: two A tiles of 16 rows
+// k per packed block on AMX tiles. Longer than KC: a 32 x 32 block of C costs its four tile
+// stores and an epilogue whatever k is, and every block of k after the first reads C again. On a
+// 2-core Xeon with AMX (the small preset's bf16 training step, medians of alternating runs),
+// 2048 beat 512 by ~3% and 1024 and 4096 by ~1%.
+constexpr int64_t KC_AMX = 2048;
 
 // Tiles 0-3: C (16 x 16 fp32); 4-5: A (16 rows x 16 pairs); 6-7: B (16 pairs x 16 columns). All
 // 16 rows of 64 bytes.
@@ -298,9 +303,13 @@ ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_
     }
     return;
   }
-  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
-    const __mmask16 load = first_lanes(mc - i0);
-    for (int64_t p0 = 0; p0 < ks; p0 += 16) {
+  // k outer: the 32 source rows of a step of 16 pairs are read along their length, 64 bytes of
+  // each for one 16 rows of A after the other, rather than 64 bytes of all kc source rows for
+  // each 16 rows of A (~3% of a bf16 training step, whose dW products read the output layer's
+  // gradient this way). sums[i] adds its k in the same order either way.
+  for (int64_t p0 = 0; p0 < ks; p0 += 16)
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+      const __mmask16 load = first_lanes(mc - i0);
       __m512i r[16];
       for (int t = 0; t < 16; ++t) {
         const int64_t k = 2 * (p0 + t);
@@ -314,6 +323,13 @@ ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_
       transpose16(r);  // r[i]: pairs p0 .. p0 + 15 of row i0 + i
       for (int i = 0; i < 16; ++i) _mm512_storeu_si512(out + (i0 + i) * ks + p0, r[i]);
     }
+}
+
+// Prefetches the NR floats of each of `rows` rows ld apart (two cache lines a row).
+ROSETTA_BF16_TARGET inline void prefetch_rows(const float* p, int64_t ld, int rows) {
+  for (int r = 0; r < rows; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + r * ld), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + r * ld + 16), _MM_HINT_T0);
   }
 }
 
@@ -387,14 +403,15 @@ struct Problem {
   int64_t ldg = 0;
 };
 
-// k pairs of a packed block of kc: kp = ceil(kc / 2), padded to a tile's 16 for the AMX kernels.
+// k per packed block, and its k pairs: kp = ceil(kc / 2), padded to a tile's 16 for the AMX kernels.
+int64_t block_k(bool amx) { return amx ? KC_AMX : KC; }
 int64_t block_pairs(int64_t kc, bool amx) { return amx ? round_up((kc + 1) / 2, 16) : (kc + 1) / 2; }
 
-// Words of a whole packed op(B): per KC block, ceil(N / NR) slivers of block_pairs x NR.
+// Words of a whole packed op(B): per block of k, ceil(N / NR) slivers of block_pairs x NR.
 int64_t packed_b_words(int64_t K, int64_t N, bool amx) {
-  const int64_t np = round_up(N, NR);
+  const int64_t np = round_up(N, NR), kb = block_k(amx);
   int64_t words = 0;
-  for (int64_t pc = 0; pc < K; pc += KC) words += block_pairs(std::min(KC, K - pc), amx) * np;
+  for (int64_t pc = 0; pc < K; pc += kb) words += block_pairs(std::min(kb, K - pc), amx) * np;
   return words;
 }
 
@@ -420,9 +437,9 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
   const int64_t np_all = round_up(g.N, NR);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
-    int64_t block_offset = 0;  // of this KC block in a pre-packed B
-    for (int64_t pc = 0; pc < g.K; pc += KC) {
-      const int64_t kc = std::min(KC, g.K - pc), ks = block_pairs(kc, Amx);
+    int64_t block_offset = 0;  // of this block of k in a pre-packed B
+    for (int64_t pc = 0; pc < g.K; pc += block_k(Amx)) {
+      const int64_t kc = std::min(block_k(Amx), g.K - pc), ks = block_pairs(kc, Amx);
       const uint32_t* bp;
       if (g.packed) {
         bp = g.packed->words + block_offset + (jc / NR) * ks * NR;
@@ -448,6 +465,11 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
             float* c = g.c + (ic + i) * g.ldc + jc + j;
             const float* gate = g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr;
             if constexpr (Amx) {
+              // The epilogue reads the C tile (beta != 0: gradients added to, blocks of k after
+              // the first) and the gate tile: fetched while the tiles multiply (~2% of a bf16
+              // training step where they come from memory).
+              if (beta != 0.0f) prefetch_rows(c, g.ldc, m);
+              if (gate) prefetch_rows(gate, g.ldg, m);
               if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, g.ldg);
@@ -617,8 +639,8 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   const Problem g{false, trans_b, 0, N, K, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0};
   const int64_t np = round_up(N, NR);
   int64_t offset = 0;
-  for (int64_t pc = 0; pc < K; pc += KC) {
-    const int64_t kc = std::min(KC, K - pc), ks = block_pairs(kc, out.amx);
+  for (int64_t pc = 0; pc < K; pc += block_k(out.amx)) {
+    const int64_t kc = std::min(block_k(out.amx), K - pc), ks = block_pairs(kc, out.amx);
     pack_b_block(g, pc, kc, 0, N, out.words + offset, ks);
     offset += ks * np;
   }

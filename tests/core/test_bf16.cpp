@@ -163,9 +163,11 @@ TEST_CASE("a linear layer's weight and bias gradients in one pass: the bias summ
   Generator g(5);
   const int threads = get_num_threads();
   // {rows, in, out}: C split over rows of dW (out >= in) or over its columns (out < in: one
-  // thread sums), K over one or three packed blocks, out not a multiple of the micro-tile.
+  // thread sums), K over one or more packed blocks of k (512 for the AVX-512 kernel, 2048 for
+  // AMX tiles: 1250 is three of the first, 4500 three of the second), out not a multiple of the
+  // micro-tile.
   for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1250, 256, 1024}, {1000, 2048, 40}, {1100, 64, 37}, {40, 256, 5000}}) {
+           {1250, 256, 1024}, {1000, 2048, 40}, {1100, 64, 37}, {40, 256, 5000}, {4500, 48, 70}}) {
     INFO("linear " << rows << " x " << in << " -> " << out);
     const Tensor x = randn(g, {rows, in}), dy = randn(g, {rows, out}), dw0 = randn(g, {out, in}),
                  db0 = randn(g, {out});
@@ -213,9 +215,10 @@ TEST_CASE("relu's input gradient through a linear layer: masked and scaled as th
   if (skipped_without_bf16()) return;
   Generator g(9);
   // {rows, out, in} of dx = dy @ W [rows, out] x [out, in]: a feed-forward layer's relu (in 1024),
-  // K over two packed blocks, sizes off the micro-tile.
+  // K over several packed blocks (1100: three of the AVX-512 kernel's 512, 2300: two of the AMX
+  // tiles' 2048), sizes off the micro-tile.
   for (const auto& [rows, out, in] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1250, 256, 1024}, {300, 1100, 70}, {37, 64, 333}}) {
+           {1250, 256, 1024}, {300, 1100, 70}, {37, 64, 333}, {90, 2300, 40}}) {
     INFO("dy " << rows << " x " << out << ", W " << out << " x " << in);
     const Tensor dy = randn(g, {rows, out}), W = randn(g, {out, in});
     Tensor y = unary(UnaryOp::relu, randn(g, {rows, in}));  // a relu's output: half zeros
@@ -387,11 +390,12 @@ TEST_CASE("bf16 weights packed once per PackedWeightsScope follow the weights th
 TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give the unpacked results", "[bf16]") {
   if (skipped_without_bf16()) return;
   Generator g(17);
-  // A weight [out, in] over two packed k blocks either way, sizes off the micro-tile; a second
-  // one given twice (packed once).
-  Tensor W = randn(g, {600, 1100}), V = randn(g, {96, 80});
-  const Tensor x = randn(g, {70, 1100}), dy = randn(g, {70, 600}), bias = randn(g, {600});
-  const Tensor y = unary(UnaryOp::relu, randn(g, {70, 1100}));
+  // A weight [out, in] over two packed k blocks either way (of 512 on the AVX-512 kernel, of
+  // 2048 on AMX tiles: 2100 is two of either), sizes off the micro-tile; a second one given
+  // twice (packed once).
+  Tensor W = randn(g, {600, 2100}), V = randn(g, {96, 80});
+  const Tensor x = randn(g, {70, 2100}), dy = randn(g, {70, 600}), bias = randn(g, {600});
+  const Tensor y = unary(UnaryOp::relu, randn(g, {70, 2100}));
   SharedPackedWeights packed;
   {
     const MatmulPrecisionScope fp32(Precision::fp32);
@@ -402,7 +406,7 @@ TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give 
   // Forward (x W^T + bias), a linear layer's dx (dy W), relu's gated dx, and a view into W,
   // which is not the weight as packed and is packed as before.
   auto products = [&] {
-    Tensor fwd = Tensor::empty({70, 600}), gated = Tensor::empty({70, 1100});
+    Tensor fwd = Tensor::empty({70, 600}), gated = Tensor::empty({70, 2100});
     matmul_bias_into(fwd, x, W.transpose(0, 1), bias);
     relu_linear_input_grad(dy, W, y, 1.25, {gated, 0.0});
     std::vector<float> all = fwd.to_vector<float>();
