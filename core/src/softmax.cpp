@@ -14,6 +14,26 @@ namespace rosetta {
 
 namespace {
 
+// Elementwise loops (no reductions, so no change of summation order) that GCC may vectorise with
+// 512-bit registers where the build's CPU has them: its tuning for Intel and AMD cores prefers
+// 256-bit ones. The cross-entropy's gradient row below is an exp per element and was 7% of a bf16
+// training step's samples on a 2-core Xeon with AMX; 512-bit vectors take ~40% off it there. A
+// build without AVX-512 (or another compiler) vectorises as before.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// noinline: inlined into a caller, the loop would take the caller's preference.
+#define ROSETTA_WIDE_VECTORS __attribute__((target("prefer-vector-width=512"), noinline))
+#else
+#define ROSETTA_WIDE_VECTORS
+#endif
+
+// d[j] = scale * (exp(x[j] - l) - uniform) over a row of n: the cross-entropy's gradient before
+// its target's term. d may be x (each element is read before it is written).
+template <class T>
+ROSETTA_WIDE_VECTORS void ce_grad_row(const T* x, T* d, int64_t n, T l, T scale, T uniform) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) d[j] = scale * (detail::vexp(T(x[j] - l)) - uniform);
+}
+
 // Work of one softmax element, in the elementwise units of detail::kParallelGrain (exp is
 // vectorised: a row costs about two passes over it).
 constexpr int64_t kSoftmaxCost = 2;
@@ -219,10 +239,7 @@ void cross_entropy_backward(const Tensor& logits_in, const Tensor& targets_in, c
           continue;
         }
         // Each element is read before it is written: d may be the row itself.
-        const T* row = px + i * V;
-        const T l = pl[i];
-#pragma omp simd
-        for (int64_t j = 0; j < V; ++j) d[j] = scale * (detail::vexp(T(row[j] - l)) - uniform);
+        ce_grad_row(px + i * V, d, V, pl[i], scale, uniform);
         d[pt[i]] -= scale * hit;
       }
     });
