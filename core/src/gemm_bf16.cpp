@@ -465,10 +465,12 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
             float* c = g.c + (ic + i) * g.ldc + jc + j;
             const float* gate = g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr;
             if constexpr (Amx) {
-              // The epilogue reads the C tile (beta != 0: gradients added to, blocks of k after
-              // the first) and the gate tile: fetched while the tiles multiply (~2% of a bf16
-              // training step where they come from memory).
-              if (beta != 0.0f) prefetch_rows(c, g.ldc, m);
+              // The epilogue writes the C tile (and reads it where beta != 0: gradients added
+              // to, blocks of k after the first) and reads the gate tile: their lines are
+              // fetched while the tiles multiply. A bf16 training step's products mostly write
+              // C where it is not in cache; on a 2-core Xeon with AMX this took ~2% off the
+              // small preset's step for C read and the gate, and ~2% more for C written.
+              prefetch_rows(c, g.ldc, m);
               if (gate) prefetch_rows(gate, g.ldg, m);
               if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
