@@ -390,9 +390,9 @@ TEST_CASE("bf16 weights packed once per PackedWeightsScope follow the weights th
 TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give the unpacked results", "[bf16]") {
   if (skipped_without_bf16()) return;
   Generator g(17);
-  // A weight [out, in] over two packed k blocks either way (of 512 on the AVX-512 kernel, of
-  // 2048 on AMX tiles: 2100 is two of either), sizes off the micro-tile; a second one given
-  // twice (packed once).
+  // A weight [out, in] whose products run over several packed blocks of k (forward, K 2100: five
+  // of the AVX-512 kernel's 512, two of the AMX tiles' 2048; dx, K 600: two of 512), sizes off
+  // the micro-tile; a second one given twice (packed once).
   Tensor W = randn(g, {600, 2100}), V = randn(g, {96, 80});
   const Tensor x = randn(g, {70, 2100}), dy = randn(g, {70, 600}), bias = randn(g, {600});
   const Tensor y = unary(UnaryOp::relu, randn(g, {70, 2100}));
