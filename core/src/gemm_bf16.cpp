@@ -434,12 +434,12 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
   [[maybe_unused]] const bool model = Amx && gemm_bf16_amx_modelled();
   if constexpr (Amx)
     if (!model) configure_tiles();
-  const int64_t np_all = round_up(g.N, NR);
+  const int64_t np_all = round_up(g.N, NR), kb = block_k(Amx);
   for (int64_t jc = n0; jc < n1; jc += NC) {
     const int64_t nc = std::min(NC, n1 - jc);
     int64_t block_offset = 0;  // of this block of k in a pre-packed B
-    for (int64_t pc = 0; pc < g.K; pc += block_k(Amx)) {
-      const int64_t kc = std::min(block_k(Amx), g.K - pc), ks = block_pairs(kc, Amx);
+    for (int64_t pc = 0; pc < g.K; pc += kb) {
+      const int64_t kc = std::min(kb, g.K - pc), ks = block_pairs(kc, Amx);
       const uint32_t* bp;
       if (g.packed) {
         bp = g.packed->words + block_offset + (jc / NR) * ks * NR;
@@ -639,10 +639,10 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   out.amx = amx;
   if (words == 0) return;
   const Problem g{false, trans_b, 0, N, K, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0};
-  const int64_t np = round_up(N, NR);
+  const int64_t np = round_up(N, NR), kb = block_k(out.amx);
   int64_t offset = 0;
-  for (int64_t pc = 0; pc < K; pc += block_k(out.amx)) {
-    const int64_t kc = std::min(block_k(out.amx), K - pc), ks = block_pairs(kc, out.amx);
+  for (int64_t pc = 0; pc < K; pc += kb) {
+    const int64_t kc = std::min(kb, K - pc), ks = block_pairs(kc, out.amx);
     pack_b_block(g, pc, kc, 0, N, out.words + offset, ks);
     offset += ks * np;
   }

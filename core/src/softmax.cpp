@@ -14,20 +14,10 @@ namespace rosetta {
 
 namespace {
 
-// Elementwise loops (no reductions, so no change of summation order) that GCC may vectorise with
-// 512-bit registers where the build's CPU has them: its tuning for Intel and AMD cores prefers
-// 256-bit ones. The cross-entropy's gradient row below is an exp per element and was 7% of a bf16
-// training step's samples on a 2-core Xeon with AMX; 512-bit vectors take ~40% off it there. A
-// build without AVX-512 (or another compiler) vectorises as before.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-// noinline: inlined into a caller, the loop would take the caller's preference.
-#define ROSETTA_WIDE_VECTORS __attribute__((target("prefer-vector-width=512"), noinline))
-#else
-#define ROSETTA_WIDE_VECTORS
-#endif
-
 // d[j] = scale * (exp(x[j] - l) - uniform) over a row of n: the cross-entropy's gradient before
-// its target's term. d may be x (each element is read before it is written).
+// its target's term. d may be x (each element is read before it is written). An exp per element:
+// it was 7% of a bf16 training step's samples on a 2-core Xeon with AMX, and 512-bit vectors
+// (ROSETTA_WIDE_VECTORS) take ~40% off it there.
 template <class T>
 ROSETTA_WIDE_VECTORS void ce_grad_row(const T* x, T* d, int64_t n, T l, T scale, T uniform) {
 #pragma omp simd

@@ -8,6 +8,16 @@
 #include <cstdint>
 #include <cstring>
 
+// For a function of elementwise loops (no reductions, so no change of summation order) that GCC
+// may vectorise with 512-bit registers where the build's CPU has them: its tuning for Intel and
+// AMD cores prefers 256-bit ones. noinline: inlined into a caller, the loops would take the
+// caller's preference. A build without AVX-512 (or another compiler) vectorises as before.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ROSETTA_WIDE_VECTORS __attribute__((target("prefer-vector-width=512"), noinline))
+#else
+#define ROSETTA_WIDE_VECTORS
+#endif
+
 namespace rosetta::detail {
 
 inline float vexp(float x) {
