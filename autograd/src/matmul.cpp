@@ -1,6 +1,8 @@
 // Matrix products. Gradients are GEMMs with transposed views (BLAS flags, no copies), written
 // straight into their destination (GEMM's beta: 1 adds to a gradient buffer or the gradient so
 // far, 0 fills a fresh one).
+#include <memory>
+
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/ops.h"
 
@@ -138,6 +140,35 @@ Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, c
            if (dh.out.defined()) relu_linear_input_grad(dy, sw.get(), sa.get(), scale, {rows(dh.out), dh.beta});
            linear_weight_grads(n, dy, sa.get());
            dh.commit();
+         });
+  return out;
+}
+
+// loss = cross_entropy(linear(x, weight, bias), targets, label_smoothing, ignore_index), in one op
+// where the products are bf16 (linear_cross_entropy_forward: the logits never whole, their
+// gradient kept in bf16); the two ops otherwise.
+Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
+                         double label_smoothing, int32_t ignore_index) {
+  check_linear(x.shape(), weight, bias, "linear_cross_entropy");
+  Shape rows_shape = x.shape();
+  rows_shape.resize(rows_shape.size() - 1);
+  ROSETTA_CHECK(targets.shape() == rows_shape, "linear_cross_entropy: targets ", targets.shape(),
+                " do not match input ", x.shape());
+  const Tensor x2 = rows(x.data()), b = bias.defined() ? bias.data() : Tensor();
+  if (!grad_enabled() || !linear_cross_entropy_fusable(x2, weight.data(), b))
+    return cross_entropy(linear(x, weight, bias), targets, label_smoothing, ignore_index);
+  auto r = std::make_shared<const LinearCrossEntropyResult>(
+      linear_cross_entropy_forward(x2, weight.data(), b, targets.reshape({-1}), label_smoothing, ignore_index));
+  Var out(r->loss);
+  record(out, "linear_cross_entropy", {&x, &weight, &bias},
+         [r, sx = Saved(x2), sw = Saved(weight.data())](const Tensor& dy, Node& n) {
+           GradDest dx = n.grad_dest(0), dw = n.grad_dest(1), db = n.grad_dest(2);
+           linear_cross_entropy_backward(*r, sx.get(), sw.get(), dy.item(),
+                                         {dx.out.defined() ? rows(dx.out) : Tensor(), dx.beta}, {dw.out, dw.beta},
+                                         {db.out, db.beta});
+           dx.commit();
+           dw.commit();
+           db.commit();
          });
   return out;
 }

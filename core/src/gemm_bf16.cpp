@@ -140,14 +140,22 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
   }
 }
 
+// 16 fp32 values from src (those of mask k, zero elsewhere): fp32 as they are, or bf16 (the
+// upper half of an fp32) widened exactly, so that packing a bf16 source rounds nothing.
+ROSETTA_BF16_TARGET inline __m512 load16(__mmask16 k, const float* src) { return _mm512_maskz_loadu_ps(k, src); }
+ROSETTA_BF16_TARGET inline __m512 load16(__mmask16 k, const uint16_t* src) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, src)), 16));
+}
+
 // Packs X (kc x w, element (k, j)) as panels of W columns, panel q at out + q * ks * W holding
 // words [p][j] (a row of W words per k pair), zero past kc and w. ks, the pairs a panel holds,
 // is kp = ceil(kc / 2) unless given larger (the AMX kernels': a multiple of 16; zero past kp).
 // X is k-major (element at src[k * ld + j]) or j-major (src[j * ld + k]). The loops follow the source: a k-major X is
 // read row by row across all panels (two rows per k pair), a j-major one panel by panel,
 // 16 columns x 32 k at a time through a 16 x 16 word transpose. With `sums` (k-major X only),
-// sums[j] += the kc fp32 values of column j, as they are read.
-ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, int64_t kc, int64_t w, int W,
+// sums[j] += the kc fp32 values of column j, as they are read. X is fp32 or bf16 (T: uint16_t).
+template <class T>
+ROSETTA_BF16_TARGET void pack_block(bool k_major, const T* src, int64_t ld, int64_t kc, int64_t w, int W,
                                     uint32_t* out, float* sums = nullptr, int64_t ks = 0) {
   const int64_t kp = (kc + 1) / 2, panels = (w + W - 1) / W;
   if (ks < kp) ks = kp;
@@ -155,14 +163,14 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
     std::memset(out + (q * ks + kp) * W, 0, size_t((ks - kp) * W) * sizeof(uint32_t));
   if (k_major) {
     for (int64_t p = 0; p < kp; ++p) {
-      const float* r0 = src + (2 * p) * ld;
+      const T* r0 = src + (2 * p) * ld;
       const bool odd_tail = 2 * p + 1 >= kc;
       for (int64_t q = 0; q < panels; ++q)
         for (int j0 = 0; j0 < W; j0 += 16) {
           const int64_t j = q * W + j0, wj = std::clamp<int64_t>(w - j, 0, 16);
           const __mmask16 load = first_lanes(wj), own = first_lanes(W - j0);
-          const __m512 lo = _mm512_maskz_loadu_ps(load, r0 + j);
-          const __m512 hi = odd_tail ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(load, r0 + ld + j);
+          const __m512 lo = load16(load, r0 + j);
+          const __m512 hi = odd_tail ? _mm512_setzero_ps() : load16(load, r0 + ld + j);
           _mm512_mask_storeu_epi32(out + q * ks * W + p * W + j0, own, pair_words(lo, hi));
           if (sums) {  // this panel's columns only (a load may reach into the next panel's)
             const __mmask16 mine = load & own;
@@ -188,9 +196,9 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const float* src, int64_t ld, 
             r[j] = _mm512_setzero_si512();
             continue;
           }
-          const float* row = src + (jq + j) * ld + k0;
-          const __m512 lo = _mm512_maskz_loadu_ps(lo_mask, row);
-          const __m512 hi = _mm512_maskz_loadu_ps(hi_mask, row + 16);
+          const T* row = src + (jq + j) * ld + k0;
+          const __m512 lo = load16(lo_mask, row);
+          const __m512 hi = load16(hi_mask, row + 16);
           r[j] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words: pairs p0 .. p0+15 of column j
         }
         transpose16(r);  // r[t]: pair p0+t of the 16 columns
@@ -283,8 +291,9 @@ ROSETTA_AMX_TARGET void configure_tiles() {
 // (A[i, 2p], A[i, 2p+1]), at out + i * ks + p (panel q starts at row q * AMR), zero past kc and
 // for rows mc .. round_up(mc, AMR). A is row-major (src[i * ld + k]) or, with ta, k-major
 // (src[k * ld + i], read 16 rows x 32 k at a time through a 16 x 16 word transpose). With `sums`
-// (ta only), sums[i] += the kc fp32 values of row i, as they are read.
-ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_t kc, int64_t mc, int64_t ks,
+// (ta only), sums[i] += the kc fp32 values of row i, as they are read. A is fp32 or bf16.
+template <class T>
+ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const T* src, int64_t ld, int64_t kc, int64_t mc, int64_t ks,
                                    uint32_t* out, float* sums) {
   const int64_t rows = round_up(mc, AMR);
   if (!ta) {
@@ -296,8 +305,8 @@ ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_
       }
       for (int64_t p0 = 0; p0 < ks; p0 += 16) {
         const int64_t nk = std::clamp<int64_t>(kc - 2 * p0, 0, 32);
-        const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(nk), src + i * ld + 2 * p0);
-        const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(nk - 16), src + i * ld + 2 * p0 + 16);
+        const __m512 lo = load16(first_lanes(nk), src + i * ld + 2 * p0);
+        const __m512 hi = load16(first_lanes(nk - 16), src + i * ld + 2 * p0 + 16);
         _mm512_storeu_si512(row + p0, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
       }
     }
@@ -313,8 +322,8 @@ ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const float* src, int64_t ld, int64_
       __m512i r[16];
       for (int t = 0; t < 16; ++t) {
         const int64_t k = 2 * (p0 + t);
-        const __m512 lo = k < kc ? _mm512_maskz_loadu_ps(load, src + k * ld + i0) : _mm512_setzero_ps();
-        const __m512 hi = k + 1 < kc ? _mm512_maskz_loadu_ps(load, src + (k + 1) * ld + i0) : _mm512_setzero_ps();
+        const __m512 lo = k < kc ? load16(load, src + k * ld + i0) : _mm512_setzero_ps();
+        const __m512 hi = k + 1 < kc ? load16(load, src + (k + 1) * ld + i0) : _mm512_setzero_ps();
         if (sums && load && k < kc)
           _mm512_mask_storeu_ps(sums + i0, load,
                                 _mm512_add_ps(_mm512_maskz_loadu_ps(load, sums + i0), _mm512_add_ps(lo, hi)));
@@ -390,7 +399,7 @@ struct Problem {
   bool ta, tb;
   int64_t M, N, K;
   float alpha, beta;
-  const float* a;
+  const float* a;  // or, where a16 is given, A in bf16 (then a is unused)
   int64_t lda;
   const float* b;
   int64_t ldb;
@@ -401,6 +410,7 @@ struct Problem {
   float* a_sums = nullptr;          // [M]: the sums of op(A)'s rows, when wanted (ta only)
   const float* gate = nullptr;      // M x N, rows ldg apart: C is 0 where it is not > 0
   int64_t ldg = 0;
+  const uint16_t* a16 = nullptr;    // A in bf16, packed without rounding
 };
 
 // k per packed block, and its k pairs: kp = ceil(kc / 2), padded to a tile's 16 for the AMX kernels.
@@ -456,9 +466,13 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
         uint32_t* ap = a_buf.get(size_t(ks * round_up(mc, mr)));
         float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
         if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
-        const float* a = g.ta ? g.a + pc * g.lda + ic : g.a + ic * g.lda + pc;
-        if constexpr (Amx) pack_a_amx(g.ta, a, g.lda, kc, mc, ks, ap, sums);
-        else pack_block(g.ta, a, g.lda, kc, mc, MR, ap, sums);
+        const int64_t a_offset = g.ta ? pc * g.lda + ic : ic * g.lda + pc;
+        const auto pack_a = [&](const auto* a) {
+          if constexpr (Amx) pack_a_amx(g.ta, a + a_offset, g.lda, kc, mc, ks, ap, sums);
+          else pack_block(g.ta, a + a_offset, g.lda, kc, mc, MR, ap, sums);
+        };
+        if (g.a16) pack_a(g.a16);
+        else pack_a(g.a);
         for (int64_t j = 0; j < nc; j += NR)
           for (int64_t i = 0; i < mc; i += mr) {
             const int m = int(std::min<int64_t>(mr, mc - i)), n = int(std::min<int64_t>(NR, nc - j));
@@ -536,6 +550,27 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
   g.gate = gate;
   g.ldg = ldg;
   run(g, threads);
+}
+
+void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
+                   const PackedB* packed) {
+  Problem g{trans_a, trans_b, M, N, K, alpha, beta, nullptr, lda, b, ldb, c, ldc};
+  g.a16 = a;
+  if (packed) {
+    if (packed->K != K || packed->N != N) throw std::logic_error("gemm_bf16_a16: B packed for another shape");
+    g.packed = packed;
+  }
+  run(g, threads);
+}
+
+ROSETTA_BF16_TARGET void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    const __m512 x = _mm512_maskz_loadu_ps(k, src + j);
+    _mm256_mask_storeu_epi16(dst + j, k, (__m256i)_mm512_cvtneps_pbh(x));
+    if (sums) _mm512_mask_storeu_ps(sums + j, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, sums + j), x));
+  }
 }
 
 namespace {
@@ -664,6 +699,9 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                int64_t, float, float*, int64_t, int, const float*, float*, const float*, int64_t) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
+void gemm_bf16_a16(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const float*, int64_t,
+                   float, float*, int64_t, int, const PackedB*) {}
+void round_to_bf16(const float*, uint16_t*, float*, int64_t) {}
 double time_bf16_dots(int64_t) { return 0; }
 double time_fp32_fmas(int64_t) { return 0; }
 double time_amx_dots(int64_t) { return 0; }

@@ -37,6 +37,26 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
                       const PackedB& b, float beta, float* c, int64_t ldc, int threads,
                       const float* bias = nullptr, const float* gate = nullptr, int64_t ldg = 0);
 
+// As gemm_bf16 (or gemm_bf16_packed, where `packed` is given: then b and trans_b are unused)
+// with A already in bf16: the upper halves of fp32 values, as round_to_bf16 stores them; lda
+// counts bf16 values. Packing A rounds nothing, and reads half the bytes.
+void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
+                   const PackedB* packed = nullptr);
+
+// dst[j] = src[j] rounded to bf16 (nearest even, as the GEMMs round their operands) for j < n,
+// and sums[j] += src[j] where sums is given.
+void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n);
+
+// The packing of op(B) (K x N, from b with rows or, with trans_b, columns ldb apart) that this
+// thread's products share (SharedPackedWeights::Use), or null. (matmul.cpp)
+const PackedB* shared_packing(const float* b, int64_t ldb, int64_t K, int64_t N, bool trans_b);
+
+// Threads for a bf16 product of M x N x K: all of them for a large one outside parallel regions;
+// inside one (a model replica's thread) what set_nested_gemm_threads gave this thread, for large
+// ones; one for a small one. (matmul.cpp)
+int bf16_threads(int64_t M, int64_t N, int64_t K);
+
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();
 

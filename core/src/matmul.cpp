@@ -98,23 +98,23 @@ bool bf16_product(int64_t M, int64_t N, int64_t K, std::initializer_list<const T
   return true;
 }
 
-// Threads for a bf16 product: all of them for a large one outside parallel regions; inside one
-// (a model replica's thread) what set_nested_gemm_threads gave this thread, for large ones.
-int bf16_threads(int64_t M, int64_t N, int64_t K) {
+}  // namespace
+
+int detail::bf16_threads(int64_t M, int64_t N, int64_t K) {
   if (M * N * K < kSingleThreadGemm) return 1;
   return omp_in_parallel() ? nested_gemm_threads() : omp_get_max_threads();
 }
+
+namespace {
+using detail::bf16_threads;
 
 // detail::gemm_bf16, on B's shared packing where this thread has one (SharedPackedWeights::Use).
 void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
                const float* gate = nullptr, int64_t ldg = 0) {
   const int threads = bf16_threads(M, N, K);
-  if (const SharedPackedWeights::Entries* shared = t_shared_packed) {
-    const auto it = shared->packed.find({b, ldb, K, N, tb});
-    if (it != shared->packed.end())
-      return detail::gemm_bf16_packed(ta, M, alpha, a, lda, it->second, beta, c, ldc, threads, bias, gate, ldg);
-  }
+  if (const detail::PackedB* packed = detail::shared_packing(b, ldb, K, N, tb))
+    return detail::gemm_bf16_packed(ta, M, alpha, a, lda, *packed, beta, c, ldc, threads, bias, gate, ldg);
   detail::gemm_bf16(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias, nullptr, gate, ldg);
 }
 
@@ -359,6 +359,12 @@ void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
   entries_->stamps = std::move(stamps);
 }
 
+const detail::PackedB* detail::shared_packing(const float* b, int64_t ldb, int64_t K, int64_t N, bool trans_b) {
+  if (!t_shared_packed) return nullptr;
+  const auto it = t_shared_packed->packed.find({b, ldb, K, N, trans_b});
+  return it == t_shared_packed->packed.end() ? nullptr : &it->second;
+}
+
 SharedPackedWeights::Use::Use(const SharedPackedWeights& packed) : saved_(t_shared_packed) {
   t_shared_packed = packed.entries_.get();
 }
@@ -423,6 +429,14 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
   if (!has_bias) return matmul_into(out, a, b);
   out.copy_(bias);
   matmul_into(out, a, b, 1.0, 1.0);
+}
+
+bool linear_cross_entropy_fusable(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  if (x.dim() != 2 || w.dim() != 2 || x.shape()[1] != w.shape()[1] || !x.is_contiguous() || !w.is_contiguous())
+    return false;
+  if (bias.defined() && (bias.dtype() != DType::f32 || bias.shape() != Shape{w.shape()[0]} || !bias.is_contiguous()))
+    return false;
+  return detail::gemm_bf16_available() && bf16_product(x.shape()[0], w.shape()[0], x.shape()[1], {&x, &w});
 }
 
 void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, const GradOut& dbias) {

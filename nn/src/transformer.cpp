@@ -364,12 +364,19 @@ Transformer::AttentionWeights Transformer::attention_weights(const Tensor& src, 
   return w;
 }
 
-Var Transformer::forward(const Tensor& src, const Tensor& tgt_in) const {
+Var Transformer::hidden(const Tensor& src, const Tensor& tgt_in) const {
   ROSETTA_CHECK(src.dim() == 2 && tgt_in.dim() == 2 && src.shape()[0] == tgt_in.shape()[0],
                 "Transformer: source ", src.shape(), " and target ", tgt_in.shape(),
                 " must be [B, S] and [B, T]");
   const Var memory = encode(src);
-  return project(decode(tgt_in, memory, padding_mask(src, options_.pad_id())));
+  return decode(tgt_in, memory, padding_mask(src, options_.pad_id()));
+}
+
+Var Transformer::forward(const Tensor& src, const Tensor& tgt_in) const { return project(hidden(src, tgt_in)); }
+
+Var Transformer::loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out, double label_smoothing,
+                      int32_t ignore_index) const {
+  return linear_cross_entropy(hidden(src, tgt_in), out_weight, out_bias, tgt_out, label_smoothing, ignore_index);
 }
 
 DecoderState Transformer::start(const Tensor& src, int64_t max_len) const {

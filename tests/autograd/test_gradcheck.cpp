@@ -332,6 +332,52 @@ TEST_CASE("gradcheck: cross_entropy with label smoothing and ignore index", "[gr
   }
 }
 
+TEST_CASE("gradcheck: linear_cross_entropy is cross_entropy of linear, fused only under bf16", "[gradcheck]") {
+  const Tensor targets = Tensor::from_vector(std::vector<int32_t>{3, 0, 1, 4, 0, 2}, {2, 3});
+  check([&](auto& v) { return linear_cross_entropy(v[0], v[1], v[2], targets, 0.1, 0); },
+        {randn({2, 3, 4}), randn({5, 4}), randn({5})});
+  check([&](auto& v) { return linear_cross_entropy(v[0], v[1], Var(), targets, 0.0, -1); },
+        {randn({2, 3, 4}), randn({5, 4})});
+  // In float32 products, the two ops to the bit; under bf16 (where the CPU has it) the fused op
+  // at the model's sizes: the same loss, gradients within bf16 rounding (tests/core/test_bf16.cpp
+  // bounds them), and the weight's gradient added to by a second use (tied to an embedding).
+  Generator g(5);
+  const Tensor x = g.normal({4, 64, 96}, 0.0, 1.0), w = g.normal({500, 96}, 0.0, 0.1), b = g.normal({500}, 0.0, 1.0);
+  std::vector<int32_t> t(256);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = int32_t((i * 37) % 500);
+  const Tensor tt = Tensor::from_vector(t, {4, 64});
+  for (const Precision p : {Precision::fp32, Precision::bf16}) {
+    if (p == Precision::bf16 && !bf16_supported()) continue;
+    INFO(precision_name(p));
+    const MatmulPrecisionScope scope(p);
+    Var xa(x, true), xb(x, true), wa(w, true), wb(w, true), ba(b, true), bb(b, true);
+    const Var fused = linear_cross_entropy(xa, wa, ba, tt, 0.1, 0) + sum(wa * 0.5);
+    const Var composed = cross_entropy(linear(xb, wb, bb), tt, 0.1, 0) + sum(wb * 0.5);
+    fused.backward();
+    composed.backward();
+    if (p == Precision::fp32) {
+      REQUIRE(equal_values(fused.data(), composed.data()));
+      REQUIRE(equal_values(xa.grad(), xb.grad()));
+      REQUIRE(equal_values(wa.grad(), wb.grad()));
+      REQUIRE(equal_values(ba.grad(), bb.grad()));
+    } else {
+      CHECK(fused.item() == Approx(composed.item()).epsilon(1e-6));
+      for (const auto& [got, want] : {std::pair{xa.grad(), xb.grad()}, {wa.grad(), wb.grad()}, {ba.grad(), bb.grad()}}) {
+        const std::vector<float> gv = got.to_vector<float>(), wv = want.to_vector<float>();
+        double scale = 0, worst = 0;
+        for (size_t i = 0; i < gv.size(); ++i) {
+          scale = std::max(scale, std::abs(double(wv[i])));
+          worst = std::max(worst, std::abs(double(gv[i]) - wv[i]));
+        }
+        CHECK(worst <= 0.02 * scale);
+      }
+      CHECK(!equal_values(xa.grad(), xb.grad()));  // the fused op really ran
+    }
+  }
+  CHECK_THROWS_WITH(linear_cross_entropy(Var(x), Var(w), Var(b), Tensor::zeros({4, 63}, DType::i32)),
+                    Catch::Contains("linear_cross_entropy: targets [4, 63] do not match input [4, 64, 96]"));
+}
+
 TEST_CASE("gradcheck: diamond graph and tied weights", "[gradcheck]") {
   // x is used by two branches that meet again.
   check([](auto& v) {

@@ -456,3 +456,95 @@ TEST_CASE("bf16 weights packed once for many threads (SharedPackedWeights) give 
   packed.clear();
   CHECK(packed.size() == 0);
 }
+
+TEST_CASE("the output layer fused with its cross-entropy: the same loss, gradients within bf16 rounding", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(23);
+  // {rows, K, V}: row blocks of the forward (128) with a short last one, an odd vocabulary (the
+  // gradient's rows padded to whole words) off the micro-tile, and the small preset's shape.
+  for (const auto& [N, K, V] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {300, 64, 1001}, {37, 200, 96}, {1024, 256, 8000}}) {
+    for (const double smoothing : {0.0, 0.1}) {
+      INFO("x " << N << " x " << K << ", w " << V << " x " << K << ", smoothing " << smoothing);
+      const Tensor x = randn(g, {N, K}), w = g.normal({V, K}, 0.0, 0.1), bias = randn(g, {V});
+      std::vector<int32_t> t(size_t(N), 0);
+      for (int64_t i = 0; i < N; ++i) t[size_t(i)] = i % 7 == 3 ? -1 : int32_t((i * 7919) % V);  // some ignored
+      const Tensor targets = Tensor::from_vector(t);
+      const double up = 1.5;  // the loss's own gradient
+      const MatmulPrecisionScope bf16(Precision::bf16);
+      REQUIRE(linear_cross_entropy_fusable(x, w, bias));
+      // The two ops it fuses, on the same bf16 logits: the reference loss and logits' gradient.
+      Tensor logits = Tensor::empty({N, V});
+      matmul_bias_into(logits, x, w.transpose(0, 1), bias);
+      const CrossEntropyResult ce = cross_entropy_forward(logits, targets, smoothing, -1);
+      Tensor dlogits = Tensor::empty({N, V});
+      cross_entropy_backward(logits, targets, ce.lse, smoothing, -1, ce.count, up, {dlogits, 0.0});
+
+      const LinearCrossEntropyResult r = linear_cross_entropy_forward(x, w, bias, targets, smoothing, -1);
+      CHECK(r.count == ce.count);
+      CHECK(r.loss.item() == Approx(ce.loss.item()).epsilon(1e-6));
+      const Tensor dx0 = randn(g, {N, K});
+      Tensor dx = dx0.clone(), dw = Tensor::full({V, K}, std::nan("")), db = Tensor::full({V}, std::nan(""));
+      linear_cross_entropy_backward(r, x, w, up, {dx, 1.0}, {dw, 0.0}, {db, 0.0});
+
+      // Against float64 products of the reference gradient: off by rounding the gradient and
+      // the other operand to bf16 (2^-8 relative each), fp32 sums, and the gradient's own fp32
+      // rounding (its softmax divides where the reference subtracts a log: ~1e-6 relative).
+      const Tensor d64 = dlogits.to(DType::f64), ad = unary(UnaryOp::abs, d64);
+      const auto check = [&](const Tensor& got, const Tensor& want, const Tensor& scale, int64_t k, const char* what) {
+        const std::vector<double> gv = got.to_vector<double>(), wv = want.contiguous().to_vector<double>(),
+                                  sv = scale.contiguous().to_vector<double>();
+        double worst = 0;
+        for (size_t i = 0; i < gv.size(); ++i) {
+          const double bound = (std::ldexp(1.0, -7) + 1e-5 + double(k) * std::ldexp(1.0, -23)) * sv[i] + 1e-6 * std::abs(wv[i]);
+          if (!(std::abs(gv[i] - wv[i]) <= bound))
+            FAIL(what << " element " << i << ": " << gv[i] << " against " << wv[i] << " (scale " << sv[i] << ")");
+          if (sv[i] > 0) worst = std::max(worst, std::abs(gv[i] - wv[i]) / sv[i]);
+        }
+        CHECK(worst > 1e-5);  // bf16 products indeed: fp32 would be ~1e-7 off
+      };
+      check(dx.to(DType::f64), add(dx0.to(DType::f64), matmul(d64, w.to(DType::f64))),
+            matmul(ad, unary(UnaryOp::abs, w.to(DType::f64))), V, "dx");
+      check(dw.to(DType::f64), matmul(d64.transpose(0, 1), x.to(DType::f64)),
+            matmul(ad.transpose(0, 1), unary(UnaryOp::abs, x.to(DType::f64))), N, "dw");
+      // The bias gradient is summed in fp32 before rounding: fp32 summation only.
+      const std::vector<double> want = sum(d64, 0).to_vector<double>(), scale = sum(ad, 0).to_vector<double>();
+      const std::vector<float> got = db.to_vector<float>();
+      for (int64_t j = 0; j < V; ++j)
+        if (!(std::abs(got[size_t(j)] - want[size_t(j)]) <= (double(N) * std::ldexp(1.0, -23) + 1e-5) * scale[size_t(j)] + 1e-9))
+          FAIL("bias gradient " << j << ": " << got[size_t(j)] << " against " << want[size_t(j)]);
+
+      // The same bits on one thread and on several, and from the replicas' shared packing.
+      const auto all = [&] {
+        const LinearCrossEntropyResult q = linear_cross_entropy_forward(x, w, bias, targets, smoothing, -1);
+        Tensor a = Tensor::empty({N, K}), b = Tensor::empty({V, K}), c = Tensor::empty({V});
+        linear_cross_entropy_backward(q, x, w, up, {a, 0.0}, {b, 0.0}, {c, 0.0});
+        std::vector<float> v = q.loss.to_vector<float>();
+        for (const Tensor& o : {a, b, c})
+          for (float e : o.to_vector<float>()) v.push_back(e);
+        return v;
+      };
+      const int threads = get_num_threads();
+      set_num_threads(1);
+      const std::vector<float> one = all();
+      set_num_threads(std::max(2, threads));
+      CHECK(all() == one);
+      set_num_threads(threads);
+      SharedPackedWeights packed;
+      packed.pack({w});
+      const SharedPackedWeights::Use use(packed);
+      CHECK(all() == one);
+    }
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  CHECK(!linear_cross_entropy_fusable(Tensor::zeros({64, 64}), Tensor::zeros({64, 32}), Tensor()));
+  CHECK(!linear_cross_entropy_fusable(Tensor::zeros({64, 64}).transpose(0, 1), Tensor::zeros({64, 64}), Tensor()));
+  CHECK_THROWS_WITH(linear_cross_entropy_forward(Tensor::zeros({64, 64}), Tensor::zeros({64, 64}), Tensor(),
+                                                 Tensor::zeros({64}, DType::i32).narrow(0, 0, 60), 0.0, -1),
+                    Catch::Contains("cross_entropy: targets must be I32 [64]"));
+  CHECK_THROWS_WITH(linear_cross_entropy_forward(Tensor::zeros({64, 64}), Tensor::zeros({64, 64}), Tensor(),
+                                                 Tensor::full({64}, 64.0, DType::i32), 0.0, -1),
+                    Catch::Contains("cross_entropy: target 64 at row 0 outside [0, 64)"));
+  const MatmulPrecisionScope fp32(Precision::fp32);
+  CHECK(!linear_cross_entropy_fusable(Tensor::zeros({64, 64}), Tensor::zeros({64, 64}), Tensor()));
+}

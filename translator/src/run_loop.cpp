@@ -110,9 +110,9 @@ bool TrainingRun::update() {
     r = trainer_->step(rows, tokens, [&](nn::Module& m, size_t i, int64_t b0, int64_t b1) {
       const data::Batch& b = batches[i];
       const Tensor out = b.tgt_out.narrow(0, b0, b1 - b0);
-      const Var logits = static_cast<nn::Transformer&>(m).forward(b.src.narrow(0, b0, b1 - b0),
-                                                                   b.tgt_in.narrow(0, b0, b1 - b0));
-      return train::ShardLoss{cross_entropy(logits, out, c_.label_smoothing, data::kPadId), count_tokens(out)};
+      const Var loss = static_cast<nn::Transformer&>(m).loss(b.src.narrow(0, b0, b1 - b0), b.tgt_in.narrow(0, b0, b1 - b0),
+                                                              out, c_.label_smoothing, data::kPadId);
+      return train::ShardLoss{loss, count_tokens(out)};
     });
   } catch (const train::NonFiniteError& e) {
     ROSETTA_FAIL(e.what(), c_.on_nonfinite == "stop" ? " (--on-nonfinite stop); " : " (try a lower --lr or --clip); ",

@@ -44,9 +44,9 @@ train::StepResult SyntheticTraining::step() {
   State& s = *s_;
   const int64_t len = s.batch.tgt_len;
   return s.trainer.step({s.batch.rows}, s.batch.rows * len, [&s, len](nn::Module& m, size_t, int64_t b0, int64_t b1) {
-    const Var logits =
-        static_cast<nn::Transformer&>(m).forward(s.src.narrow(0, b0, b1 - b0), s.tgt_in.narrow(0, b0, b1 - b0));
-    return train::ShardLoss{cross_entropy(logits, s.tgt_out.narrow(0, b0, b1 - b0), 0.1, 0), (b1 - b0) * len};
+    const Var loss = static_cast<nn::Transformer&>(m).loss(s.src.narrow(0, b0, b1 - b0), s.tgt_in.narrow(0, b0, b1 - b0),
+                                                            s.tgt_out.narrow(0, b0, b1 - b0), 0.1, 0);
+    return train::ShardLoss{loss, (b1 - b0) * len};
   });
 }
 

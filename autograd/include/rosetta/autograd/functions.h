@@ -108,5 +108,11 @@ Var embedding(const Var& weight, const Tensor& ids, int32_t padding_idx = -1);
 // targets equal to ignore_index; fused with log-softmax.
 Var cross_entropy(const Var& logits, const Tensor& targets, double label_smoothing = 0.0,
                   int32_t ignore_index = -1);
+// cross_entropy(linear(x, weight, bias), targets, ...) for an output layer: x [..., K], weight
+// [V, K], bias [V] (or undefined), targets [...]. Under bf16 products (MatmulPrecisionScope) one
+// op that never holds the logits [..., V] whole and keeps their gradient in bf16 (the same loss,
+// gradients within bf16 rounding of the two ops'); the two ops otherwise (fp32: the same bits).
+Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const Tensor& targets,
+                         double label_smoothing = 0.0, int32_t ignore_index = -1);
 
 }  // namespace rosetta

@@ -222,6 +222,27 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
                             double smoothing, int32_t ignore_index, int64_t count, double g,
                             const GradOut& dlogits);
 
+// The output layer and its cross-entropy in one, for bf16 products: the loss of
+// cross_entropy_forward(x @ w^T + bias, targets, smoothing, ignore_index) with x [N, K], w [V, K]
+// and bias [V] (or undefined), taken a block of rows at a time so that the logits [N, V] never
+// exist whole: a block's logits stay in cache while its rows' losses and gradients are taken, and
+// the gradient is kept in bf16, as the backward products would round it (half the bytes).
+// Only where linear_cross_entropy_fusable(x, w, bias): bf16 precision (MatmulPrecisionScope) on
+// a CPU with bf16 products, contiguous fp32 operands. (linear_cross_entropy.cpp; the check: matmul.cpp)
+bool linear_cross_entropy_fusable(const Tensor& x, const Tensor& w, const Tensor& bias);
+struct LinearCrossEntropyResult {
+  Tensor loss;       // 0-d, as cross_entropy_forward's on the same (bf16-product) logits
+  Tensor grad;       // the logits' gradient per unit of g / count, [N, V] in bf16 (opaque I32 words)
+  Tensor bias_grad;  // [V]: the fp32 column sums of that gradient before rounding (with a bias)
+  int64_t count;     // rows not ignored
+};
+LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                                      const Tensor& targets, double smoothing, int32_t ignore_index);
+// With s = g / count: dx (+)= s grad @ w, dw (+)= s grad^T @ x, dbias (+)= s bias_grad, each as
+// its GradOut says (any may be undefined).
+void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& x, const Tensor& w, double g,
+                                   const GradOut& dx, const GradOut& dw, const GradOut& dbias);
+
 // ------------------------------------------------------------------ a decoding step's attention (attention_step.cpp)
 
 // One query per row attending over keys and values found by index, for incremental decoding

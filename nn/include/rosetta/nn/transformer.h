@@ -198,6 +198,11 @@ class Transformer : public Module {
   Var decode(const Tensor& tgt_in, const Var& memory, const Tensor& src_mask,
              Tensor* cross_weights = nullptr) const;
   Var project(const Var& hidden) const;  // [.., D] -> [.., V]
+  // The training loss of forward(src, tgt_in) against tgt_out [B, T]: cross_entropy(logits,
+  // tgt_out, label_smoothing, ignore_index), as linear_cross_entropy takes it (under bf16
+  // products without ever holding the logits [B, T, V] whole).
+  Var loss(const Tensor& src, const Tensor& tgt_in, const Tensor& tgt_out, double label_smoothing,
+           int32_t ignore_index) const;
 
   // The attention probabilities of every layer for src [B, S] and tgt_in [B, T] (teacher
   // forced), for inspection: one tensor per layer, [B, H, rows, keys]. Call in eval mode (no
@@ -226,6 +231,7 @@ class Transformer : public Module {
 
  private:
   Var embed(const Embedding& table, const Tensor& ids, int64_t start) const;
+  Var hidden(const Tensor& src, const Tensor& tgt_in) const;  // decode(tgt_in, encode(src), ...)
   TransformerOptions options_;
   std::shared_ptr<Generator> dropout_gen_;
   std::shared_ptr<Dropout> dropout_;

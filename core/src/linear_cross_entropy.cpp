@@ -1,0 +1,178 @@
+// The output layer fused with its cross-entropy (linear_cross_entropy_forward and _backward),
+// for bf16 products. Its own file: added to softmax.cpp, it changed how GCC inlined and
+// vectorised that file's fp32 softmax and cross-entropy loops, and with them fp32's bits.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "backward.h"
+#include "gemm_bf16.h"
+#include "rosetta/core/ops.h"
+#include "vecmath.h"
+
+namespace rosetta {
+
+namespace {
+// As cross_entropy_forward checks them: targets I32 [N], each in [0, V) or ignore_index;
+// smoothing in [0, 1). Returns the rows not ignored.
+int64_t check_targets(const Tensor& targets, int64_t N, int64_t V, double smoothing, int32_t ignore_index) {
+  ROSETTA_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1 && targets.shape()[0] == N,
+                "cross_entropy: targets must be I32 [", N, "], got ", dtype_name(targets.dtype()), " ",
+                targets.shape());
+  ROSETTA_CHECK(smoothing >= 0.0 && smoothing < 1.0, "cross_entropy: label smoothing ", smoothing,
+                " outside [0, 1)");
+  const Tensor t = targets.contiguous();
+  const int32_t* pt = t.data<int32_t>();
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (pt[i] == ignore_index) continue;
+    ROSETTA_CHECK(pt[i] >= 0 && pt[i] < V, "cross_entropy: target ", pt[i], " at row ", i, " outside [0, ", V, ")");
+    ++count;
+  }
+  return count;
+}
+}  // namespace
+
+namespace {
+// Rows of logits per block of linear_cross_entropy_forward: 64 x a vocabulary of 8,000 is 2 MB,
+// about what a core's L2 holds; the packed weight (V x K in bf16) is read once per block.
+constexpr int64_t kLossRows = 128;
+
+// The gradient's [N, V] bf16 values, rows `row_words` 32-bit words (two values each) apart.
+int64_t row_words(int64_t V) { return (V + 1) / 2; }
+
+// One row of logits x (V of them, target t) in place of its loss's gradient per unit of g / count,
+// softmax(x) - uniform - hit * onehot(t); returns its loss, as cross_entropy_forward takes it. One exponential
+// per element (cross_entropy_backward takes a second), 512-bit vectors where the CPU has them
+// (the reductions' order is this function's own: it matches no fp32 path).
+ROSETTA_WIDE_VECTORS double ce_row_in_place(float* x, int64_t V, int32_t t, double smoothing, float uniform,
+                                            float hit) {
+  float m = -std::numeric_limits<float>::infinity(), sx = 0;
+#pragma omp simd reduction(max : m) reduction(+ : sx)
+  for (int64_t j = 0; j < V; ++j) {
+    m = x[j] > m ? x[j] : m;
+    sx += x[j];
+  }
+  const float xt = x[t];
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < V; ++j) {
+    const float e = detail::vexp(x[j] - m);
+    x[j] = e;
+    s += e;
+  }
+  const float inv = 1.0f / s;
+#pragma omp simd
+  for (int64_t j = 0; j < V; ++j) x[j] = x[j] * inv - uniform;
+  x[t] -= hit;
+  const double l = double(m) + std::log(double(s));
+  return (1.0 - smoothing) * (l - xt) + (smoothing > 0 ? smoothing * (l - double(sx) / double(V)) : 0.0);
+}
+}  // namespace
+
+LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
+                                                      const Tensor& targets_in, double smoothing,
+                                                      int32_t ignore_index) {
+  ROSETTA_CHECK(linear_cross_entropy_fusable(x, w, bias), "linear_cross_entropy_forward: x ", x.shape(),
+                ", w ", w.shape(), " and bias ", (bias.defined() ? bias.shape() : Shape{}),
+                " are not contiguous F32 [N, K], [V, K] and [V] under bf16 products");
+  const int64_t N = x.shape()[0], K = x.shape()[1], V = w.shape()[0];
+  const int64_t count = check_targets(targets_in, N, V, smoothing, ignore_index);
+  const Tensor targets = targets_in.contiguous();
+  const int32_t* pt = targets.data<int32_t>();
+
+  const int64_t blocks = (N + kLossRows - 1) / kLossRows, words = row_words(V);
+  const int threads = int(std::min<int64_t>(detail::bf16_threads(N, V, K), blocks));
+  Tensor grad = Tensor::empty({N, words}, DType::i32);
+  Tensor sums = bias.defined() ? Tensor::zeros({blocks, V}) : Tensor();  // per block, summed in order
+  Tensor losses = Tensor::empty({blocks}, DType::f64);
+  Tensor logits = Tensor::empty({threads, kLossRows, V});
+  // x @ w^T reads w as op(B) of K x V, columns K apart: packed once, by the replicas' shared
+  // packing where there is one.
+  static thread_local detail::PackedB own;
+  const detail::PackedB* packed = detail::shared_packing(w.data<float>(), K, K, V, true);
+  if (!packed) {
+    detail::pack_b_bf16(true, K, V, w.data<float>(), K, own);
+    packed = &own;
+  }
+  const float *px = x.data<float>(), *pb = bias.defined() ? bias.data<float>() : nullptr;
+  auto* pg = reinterpret_cast<uint16_t*>(grad.data<int32_t>());
+  float* ps = sums.defined() ? sums.data<float>() : nullptr;
+  double* pl = losses.data<double>();
+  const float uniform = float(smoothing / double(V)), hit = float(1.0 - smoothing);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t r0 = blk * kLossRows, rows = std::min(kLossRows, N - r0);
+    float* L = logits.data<float>() + int64_t(omp_get_thread_num()) * kLossRows * V;
+    detail::gemm_bf16_packed(false, rows, 1.0f, px + r0 * K, K, *packed, 0.0f, L, V, 1, pb);
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = r0 + r;
+      uint16_t* g = pg + i * 2 * words;
+      if (pt[i] == ignore_index) {
+        std::fill(g, g + 2 * words, uint16_t(0));
+        continue;
+      }
+      float* row = L + r * V;
+      total += ce_row_in_place(row, V, pt[i], smoothing, uniform, hit);
+      detail::round_to_bf16(row, g, ps ? ps + blk * V : nullptr, V);
+      if (V % 2) g[V] = 0;
+    }
+    pl[blk] = total;
+  }
+  double total = 0;
+  for (int64_t b = 0; b < blocks; ++b) total += pl[b];
+  Tensor bias_grad;
+  if (ps) {
+    bias_grad = sums.narrow(0, 0, 1).reshape({V}).clone();
+    float* out = bias_grad.data<float>();
+    for (int64_t b = 1; b < blocks; ++b)
+      for (int64_t j = 0; j < V; ++j) out[j] += ps[b * V + j];
+  }
+  return {Tensor::scalar(count > 0 ? total / double(count) : 0.0, DType::f32), grad, bias_grad, count};
+}
+
+void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& x, const Tensor& w, double g,
+                                   const GradOut& dx, const GradOut& dw, const GradOut& dbias) {
+  const int64_t N = x.shape()[0], K = x.shape()[1], V = w.shape()[0];
+  ROSETTA_CHECK(x.dim() == 2 && w.dim() == 2 && w.shape()[1] == K && x.is_contiguous() && w.is_contiguous() &&
+                    r.grad.shape() == Shape({N, row_words(V)}),
+                "linear_cross_entropy_backward: x ", x.shape(), " and w ", w.shape(), " are not those of the forward");
+  const float s = r.count > 0 ? float(g / double(r.count)) : 0.0f;
+  const auto* pg = reinterpret_cast<const uint16_t*>(r.grad.data<int32_t>());
+  const int64_t ldg = 2 * row_words(V);
+  // Into out's buffer where it is a dense row-major [rows, cols], else through a temporary.
+  const auto product = [&](const GradOut& d, const Shape& shape, auto gemm) {
+    if (!d.out.defined()) return;
+    detail::check_grad_out(d, shape, DType::f32, "linear_cross_entropy_backward");
+    if (d.out.is_contiguous()) {
+      gemm(d.out.data<float>(), float(d.beta));
+      d.out.bump_version();
+      return;
+    }
+    Tensor fresh = Tensor::empty(shape);
+    gemm(fresh.data<float>(), 0.0f);
+    expand_backward(fresh, d);
+  };
+  // dx = s grad @ w: w as op(B) of V x K, rows K apart (the replicas' shared packing of dy @ w).
+  product(dx, {N, K}, [&](float* c, float beta) {
+    detail::gemm_bf16_a16(false, false, N, K, V, s, pg, ldg, w.data<float>(), K, beta, c, K,
+                          detail::bf16_threads(N, K, V), detail::shared_packing(w.data<float>(), K, V, K, false));
+  });
+  // dw = s grad^T @ x: grad's columns are op(A)'s rows.
+  product(dw, {V, K}, [&](float* c, float beta) {
+    detail::gemm_bf16_a16(true, false, V, K, N, s, pg, ldg, x.data<float>(), K, beta, c, K,
+                          detail::bf16_threads(V, K, N));
+  });
+  if (dbias.out.defined()) {
+    ROSETTA_CHECK(r.bias_grad.defined(), "linear_cross_entropy_backward: the forward had no bias");
+    Tensor scaled = r.bias_grad.clone();
+    float* p = scaled.data<float>();
+    for (int64_t j = 0; j < V; ++j) p[j] *= s;
+    expand_backward(scaled, dbias);
+  }
+}
+
+}  // namespace rosetta
