@@ -462,8 +462,9 @@ TEST_CASE("the output layer fused with its cross-entropy: the same loss, gradien
   Generator g(23);
   // {rows, K, V}: row blocks of the forward (128) with a short last one, an odd vocabulary (the
   // gradient's rows padded to whole words) off the micro-tile, and the small preset's shape.
-  for (const auto& [N, K, V] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+  for (const auto& [rows, k, v] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {300, 64, 1001}, {37, 200, 96}, {1024, 256, 8000}}) {
+    const int64_t N = rows, K = k, V = v;  // not bindings: lambdas below capture them
     for (const double smoothing : {0.0, 0.1}) {
       INFO("x " << N << " x " << K << ", w " << V << " x " << K << ", smoothing " << smoothing);
       const Tensor x = randn(g, {N, K}), w = g.normal({V, K}, 0.0, 0.1), bias = randn(g, {V});
