@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "rosetta/core/cpu.h"
 #include "rosetta/core/safetensors.h"
 #include "rosetta/nn/nn.h"
 #include "support.h"
@@ -227,4 +228,60 @@ TEST_CASE("decoder state follows reordered beams", "[nn]") {
   const Tensor alone = m.step(solo, Tensor::from_vector(std::vector<int32_t>{4})).data();
   REQUIRE_THAT(swapped.narrow(0, 0, 1), AllClose(alone, 1e-4, 1e-5));
   REQUIRE_THROWS_AS(m.step(st, Tensor::from_vector(std::vector<int32_t>{4})), Error);
+}
+
+TEST_CASE("Transformer::loss is cross_entropy of forward: the same bits in fp32, within bf16 rounding in bf16", "[nn]") {
+  // A tied model with padding (ignored targets), dropout on: the two paths draw the same masks.
+  const auto options = TransformerOptions()
+                           .src_vocab(300)
+                           .tgt_vocab(300)
+                           .d_model(64)
+                           .heads(4)
+                           .ff(128)
+                           .encoder_layers(1)
+                           .decoder_layers(1)
+                           .dropout(0.1)
+                           .share_embeddings(true)
+                           .tie_output(true)
+                           .max_len(64);
+  Generator g(9);
+  const Tensor src = g.randint({8, 20}, 1, 300), tgt_in = g.randint({8, 24}, 1, 300);
+  std::vector<int32_t> out = g.randint({8, 24}, 1, 300).to_vector<int32_t>();
+  for (size_t i = 0; i < out.size(); i += 5) out[i] = 0;  // padding
+  const Tensor tgt_out = Tensor::from_vector(out, {8, 24});
+  for (const Precision p : {Precision::fp32, Precision::bf16}) {
+    if (p == Precision::bf16 && !bf16_supported()) continue;
+    INFO(precision_name(p));
+    const MatmulPrecisionScope scope(p);
+    std::vector<Tensor> grads[2];
+    double losses[2];
+    for (int path = 0; path < 2; ++path) {
+      Generator init(4);
+      Transformer m(options, init);
+      m.train();
+      const Var loss = path == 0 ? m.loss(src, tgt_in, tgt_out, 0.1, 0)
+                                 : cross_entropy(m.forward(src, tgt_in), tgt_out, 0.1, 0);
+      loss.backward();
+      losses[path] = loss.item();
+      for (const Var& v : m.parameters()) grads[path].push_back(v.grad().clone());
+    }
+    if (p == Precision::fp32) {
+      REQUIRE(losses[0] == losses[1]);
+      for (size_t i = 0; i < grads[0].size(); ++i)
+        REQUIRE(grads[0][i].to_vector<float>() == grads[1][i].to_vector<float>());
+    } else {
+      REQUIRE(losses[0] == Approx(losses[1]).epsilon(1e-6));
+      // Per tensor, the largest difference against the largest gradient: bf16 products either way,
+      // the logits' gradient rounded before its scale or after it.
+      for (size_t i = 0; i < grads[0].size(); ++i) {
+        const std::vector<float> a = grads[0][i].to_vector<float>(), b = grads[1][i].to_vector<float>();
+        double scale = 0, worst = 0;
+        for (size_t j = 0; j < a.size(); ++j) {
+          scale = std::max(scale, std::abs(double(b[j])));
+          worst = std::max(worst, std::abs(double(a[j]) - b[j]));
+        }
+        CHECK(worst <= 0.02 * scale + 1e-8);  // + a floor: keys' biases get ~0 (softmax ignores a shift)
+      }
+    }
+  }
 }
