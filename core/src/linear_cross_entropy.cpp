@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "backward.h"
+#include "cross_entropy_args.h"
 #include "gemm_bf16.h"
 #include "rosetta/core/ops.h"
 #include "vecmath.h"
@@ -15,25 +16,6 @@
 namespace rosetta {
 
 namespace {
-// As cross_entropy_forward checks them: targets I32 [N], each in [0, V) or ignore_index;
-// smoothing in [0, 1). Returns the rows not ignored.
-int64_t check_targets(const Tensor& targets, int64_t N, int64_t V, double smoothing, int32_t ignore_index) {
-  ROSETTA_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1 && targets.shape()[0] == N,
-                "cross_entropy: targets must be I32 [", N, "], got ", dtype_name(targets.dtype()), " ",
-                targets.shape());
-  ROSETTA_CHECK(smoothing >= 0.0 && smoothing < 1.0, "cross_entropy: label smoothing ", smoothing,
-                " outside [0, 1)");
-  const Tensor t = targets.contiguous();
-  const int32_t* pt = t.data<int32_t>();
-  int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    if (pt[i] == ignore_index) continue;
-    ROSETTA_CHECK(pt[i] >= 0 && pt[i] < V, "cross_entropy: target ", pt[i], " at row ", i, " outside [0, ", V, ")");
-    ++count;
-  }
-  return count;
-}
-
 // Rows of logits per block of linear_cross_entropy_forward. Fewer keep a block in a nearer cache
 // (128 x a vocabulary of 8,000 is 4 MB), more read the packed weight (V x K in bf16) fewer times:
 // the small preset's output layer on one thread of a 2-core AMX Xeon, a step with 32 / 64 / 128 /
@@ -79,9 +61,10 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
                 ", w ", w.shape(), " and bias ", (bias.defined() ? bias.shape() : Shape{}),
                 " are not contiguous F32 [N, K], [V, K] and [V] under bf16 products");
   const int64_t N = x.shape()[0], K = x.shape()[1], V = w.shape()[0];
-  const int64_t count = check_targets(targets_in, N, V, smoothing, ignore_index);
+  detail::check_ce_targets(N, targets_in, smoothing);
   const Tensor targets = targets_in.contiguous();
   const int32_t* pt = targets.data<int32_t>();
+  const int64_t count = detail::count_ce_targets(pt, N, V, ignore_index);
 
   const int64_t blocks = (N + kLossRows - 1) / kLossRows, words = row_words(V);
   const int threads = int(std::min<int64_t>(detail::bf16_threads(N, V, K), blocks));
@@ -170,8 +153,7 @@ void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tens
   if (dbias.out.defined()) {
     ROSETTA_CHECK(r.bias_grad.defined(), "linear_cross_entropy_backward: the forward had no bias");
     Tensor scaled = r.bias_grad.clone();
-    float* p = scaled.data<float>();
-    for (int64_t j = 0; j < V; ++j) p[j] *= s;
+    scale_(scaled, s);
     expand_backward(scaled, dbias);
   }
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backward.h"
+#include "cross_entropy_args.h"
 #include "rosetta/core/ops.h"
 #include "softmax_row.h"
 #include "strided.h"
@@ -138,15 +139,29 @@ void log_softmax_backward(const Tensor& y, const Tensor& dy, const GradOut& dx) 
 
 // ------------------------------------------------------------------ fused cross-entropy
 
+void detail::check_ce_targets(int64_t N, const Tensor& targets, double smoothing) {
+  ROSETTA_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1 && targets.shape()[0] == N,
+                "cross_entropy: targets must be I32 [", N, "], got ", dtype_name(targets.dtype()), " ",
+                targets.shape());
+  ROSETTA_CHECK(smoothing >= 0.0 && smoothing < 1.0, "cross_entropy: label smoothing ", smoothing,
+                " outside [0, 1)");
+}
+
+int64_t detail::count_ce_targets(const int32_t* pt, int64_t N, int64_t V, int32_t ignore_index) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (pt[i] == ignore_index) continue;
+    ROSETTA_CHECK(pt[i] >= 0 && pt[i] < V, "cross_entropy: target ", pt[i], " at row ", i,
+                  " outside [0, ", V, ")");
+    ++count;
+  }
+  return count;
+}
+
 namespace {
 void check_ce_args(const Tensor& logits, const Tensor& targets, double smoothing) {
   ROSETTA_CHECK(logits.dim() == 2, "cross_entropy: logits must be [N, V], got ", logits.shape());
-  ROSETTA_CHECK(targets.dtype() == DType::i32 && targets.dim() == 1 &&
-                    targets.shape()[0] == logits.shape()[0],
-                "cross_entropy: targets must be I32 [", logits.shape()[0], "], got ",
-                dtype_name(targets.dtype()), " ", targets.shape());
-  ROSETTA_CHECK(smoothing >= 0.0 && smoothing < 1.0, "cross_entropy: label smoothing ", smoothing,
-                " outside [0, 1)");
+  detail::check_ce_targets(logits.shape()[0], targets, smoothing);
 }
 }  // namespace
 
@@ -156,13 +171,7 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
   const Tensor logits = logits_in.contiguous(), targets = targets_in.contiguous();
   const int64_t N = logits.shape()[0], V = logits.shape()[1];
   const int32_t* pt = targets.data<int32_t>();
-  int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    if (pt[i] == ignore_index) continue;
-    ROSETTA_CHECK(pt[i] >= 0 && pt[i] < V, "cross_entropy: target ", pt[i], " at row ", i,
-                  " outside [0, ", V, ")");
-    ++count;
-  }
+  const int64_t count = detail::count_ce_targets(pt, N, V, ignore_index);
   return dispatch_float(logits.dtype(), [&](auto tag) {
     using T = decltype(tag);
     Tensor lse = Tensor::empty({N}, logits.dtype());
