@@ -115,6 +115,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"step_s_median", std::round(med * 1e4) / 1e4},
                    {"tgt_tokens_per_s", std::round(double(p.batch * p.tgt_len) / med * 10) / 10},
                    {"peak_rss_mb", std::round(peak_rss_mb() * 10) / 10},
+                   {"peak_tensor_mb", std::round(double(end.peak_bytes) / 1e5) / 10},
                    {"final_loss", std::round(loss_value * 1e4) / 1e4},
                    {"model_gflop_per_step", std::round(flops / 1e7) / 100},
                    {"achieved_gflops", std::round(gflops * 10) / 10},

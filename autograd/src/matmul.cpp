@@ -86,17 +86,73 @@ Tensor linear_forward(const Tensor& x2, const Shape& x_shape, const Tensor& W, c
   return y.view(out_shape);
 }
 
-// dW += dy^T @ x2 and dbias += sum_rows(dy), into the node's inputs 1 and 2.
-void linear_weight_grads(Node& n, const Tensor& dy, const Tensor& x2) {
+Tensor as_f32(const Tensor& x) { return x; }
+Tensor as_f32(const Bf16Matrix& x) { return x.to_f32(); }
+
+// dW += dy^T @ x2 and dbias += sum_rows(dy), into the node's inputs 1 and 2; x2 fp32 or kept in
+// bf16 (Bf16Matrix).
+template <class X>
+void linear_weight_grads(Node& n, const Tensor& dy, const X& x2) {
   GradDest dw = n.grad_dest(1), db = n.grad_dest(2);
   if (!dw.out.defined() || dw.out.strides().back() == 1) {
     linear_param_grads(dy, x2, dw, db);
   } else {
-    mm_into(dw.out, dy.transpose(0, 1), x2, 1.0, dw.beta);
+    mm_into(dw.out, dy.transpose(0, 1), as_f32(x2), 1.0, dw.beta);
     expand_backward(dy, db);
   }
   dw.commit();
   db.commit();
+}
+
+// Where the weight's gradient is wanted and the products are bf16, the input is kept in bf16 as
+// the forward product rounds it (Bf16Matrix; the backward product would round it the same way):
+// half the bytes to hold, and read cold by the backward pass. Self-attention's three projections
+// read one input: the last input kept on this thread is reused for the same tensor, so it is
+// rounded and held once.
+struct KeptInput {
+  uint64_t storage = 0, version = 0;
+  int64_t offset = 0;
+  Shape shape, strides;
+  Bf16Matrix matrix;
+  bool same(const Tensor& t) const {
+    return matrix.defined() && t.storage_id() == storage && t.version() == version && t.offset() == offset &&
+           t.shape() == shape && t.strides() == strides;
+  }
+};
+thread_local KeptInput t_kept_input;
+
+bool keeps_bf16(const Tensor& x2, const Var& weight) {
+  return grad_enabled() && weight.requires_grad() && x2.dtype() == DType::f32 && x2.strides().back() == 1 &&
+         bf16_linear(x2.shape()[0], weight.data());
+}
+
+// x2 @ W^T + bias, x2 kept in bf16 into x16.
+Tensor linear_forward_keeping(const Tensor& x2, const Tensor& W, const Var& bias, Bf16Matrix& x16) {
+  const Tensor b = bias.defined() ? bias.data() : Tensor();
+  KeptInput& memo = t_kept_input;
+  if (memo.same(x2)) {
+    x16 = memo.matrix;
+    return linear_bf16(x16, W, b);
+  }
+  Tensor y = linear_keeping_bf16(x2, W, b, x16);
+  memo = {x2.storage_id(), x2.version(), x2.offset(), x2.shape(), x2.strides(), x16};
+  return y;
+}
+
+// The backward of linear and relu_dropout_linear (their input's gradient aside): gradients of the
+// weight and bias from the input `in` as kept (a Saved fp32 tensor or a Bf16Matrix).
+const Tensor& kept(const Saved& s) { return s.get(); }
+const Bf16Matrix& kept(const Bf16Matrix& m) { return m; }
+
+template <class In>
+void record_linear(Var& out, const Var& x, const Var& weight, const Var& bias, In in) {
+  record(out, "linear", {&x, &weight, &bias}, [in = std::move(in), sw = Saved(weight.data())](const Tensor& dy_in, Node& n) {
+    const Tensor dy = rows(dy_in);
+    GradDest dx = n.grad_dest(0);
+    if (dx.out.defined()) mm_into(rows(dx.out), dy, sw.get(), 1.0, dx.beta);
+    linear_weight_grads(n, dy, kept(in));
+    dx.commit();
+  });
 }
 }  // namespace
 
@@ -104,15 +160,16 @@ void linear_weight_grads(Node& n, const Tensor& dy, const Tensor& x2) {
 Var linear(const Var& x, const Var& weight, const Var& bias) {
   check_linear(x.shape(), weight, bias, "linear");
   const Tensor x2 = rows(x.data());
+  if (keeps_bf16(x2, weight)) {
+    Bf16Matrix x16;
+    Shape out_shape = x.shape();
+    out_shape[out_shape.size() - 1] = weight.data().shape()[0];
+    Var out(linear_forward_keeping(x2, weight.data(), bias, x16).view(out_shape));
+    record_linear(out, x, weight, bias, std::move(x16));
+    return out;
+  }
   Var out(linear_forward(x2, x.shape(), weight.data(), bias));
-  record(out, "linear", {&x, &weight, &bias},
-         [sx = Saved(x2), sw = Saved(weight.data())](const Tensor& dy_in, Node& n) {
-           const Tensor dy = rows(dy_in);
-           GradDest dx = n.grad_dest(0);
-           if (dx.out.defined()) mm_into(rows(dx.out), dy, sw.get(), 1.0, dx.beta);
-           linear_weight_grads(n, dy, sx.get());
-           dx.commit();
-         });
+  record_linear(out, x, weight, bias, Saved(x2));
   return out;
 }
 
@@ -122,25 +179,33 @@ Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, c
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   check_linear(h.shape(), weight, bias, "relu_dropout_linear");
   const bool drop = training && p > 0.0;
-  Tensor a;
-  if (drop) {
-    const uint64_t seed = gen.seed(), offset = gen.reserve(uint64_t(h.numel()));
-    a = relu_dropout(h.data(), p, seed, offset);
-  } else {
-    a = unary(UnaryOp::relu, h.data());
-  }
-  const Tensor a2 = rows(a);
-  Var out(linear_forward(a2, h.shape(), weight.data(), bias));
   // 1 / (1 - p): the factor dropout applies, rounded as it rounds it.
   const double scale = drop ? 1.0 / (1.0 - p) : 1.0;
-  record(out, "relu_dropout_linear", {&h, &weight, &bias},
-         [sa = Saved(a2), sw = Saved(weight.data()), scale](const Tensor& dy_in, Node& n) {
-           const Tensor dy = rows(dy_in);
-           GradDest dh = n.grad_dest(0);
-           if (dh.out.defined()) relu_linear_input_grad(dy, sw.get(), sa.get(), scale, {rows(dh.out), dh.beta});
-           linear_weight_grads(n, dy, sa.get());
-           dh.commit();
-         });
+  const auto record_op = [&](Var& out, auto a) {
+    record(out, "relu_dropout_linear", {&h, &weight, &bias},
+           [a = std::move(a), sw = Saved(weight.data()), scale](const Tensor& dy_in, Node& n) {
+             const Tensor dy = rows(dy_in);
+             GradDest dh = n.grad_dest(0);
+             if (dh.out.defined()) relu_linear_input_grad(dy, sw.get(), kept(a), scale, {rows(dh.out), dh.beta});
+             linear_weight_grads(n, dy, kept(a));
+             dh.commit();
+           });
+  };
+  const uint64_t seed = drop ? gen.seed() : 0, offset = drop ? gen.reserve(uint64_t(h.numel())) : 0;
+  const Tensor h2 = rows(h.data());
+  if (keeps_bf16(h2, weight)) {
+    // The activation is written in bf16 only: its fp32 values are never needed.
+    Bf16Matrix a = relu_dropout_bf16(h2, drop ? p : 0.0, seed, offset);
+    Shape out_shape = h.shape();
+    out_shape[out_shape.size() - 1] = weight.data().shape()[0];
+    Var out(linear_bf16(a, weight.data(), bias.defined() ? bias.data() : Tensor()).view(out_shape));
+    record_op(out, std::move(a));
+    return out;
+  }
+  const Tensor a = drop ? relu_dropout(h.data(), p, seed, offset) : unary(UnaryOp::relu, h.data());
+  const Tensor a2 = rows(a);
+  Var out(linear_forward(a2, h.shape(), weight.data(), bias));
+  record_op(out, Saved(a2));
   return out;
 }
 
@@ -161,9 +226,9 @@ Var linear_cross_entropy(const Var& x, const Var& weight, const Var& bias, const
       linear_cross_entropy_forward(x2, weight.data(), b, targets.reshape({-1}), label_smoothing, ignore_index));
   Var out(r->loss);
   record(out, "linear_cross_entropy", {&x, &weight, &bias},
-         [r, sx = Saved(x2), sw = Saved(weight.data())](const Tensor& dy, Node& n) {
+         [r, sw = Saved(weight.data())](const Tensor& dy, Node& n) {
            GradDest dx = n.grad_dest(0), dw = n.grad_dest(1), db = n.grad_dest(2);
-           linear_cross_entropy_backward(*r, sx.get(), sw.get(), dy.item(),
+           linear_cross_entropy_backward(*r, sw.get(), dy.item(),
                                          {dx.out.defined() ? rows(dx.out) : Tensor(), dx.beta}, {dw.out, dw.beta},
                                          {db.out, db.beta});
            dx.commit();

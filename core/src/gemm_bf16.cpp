@@ -39,6 +39,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "rosetta/core/cpu.h"
 
@@ -140,6 +141,11 @@ ROSETTA_BF16_TARGET inline void transpose16(__m512i r[16]) {
   }
 }
 
+// The first n of 32 16-bit lanes (none for n <= 0, all for n >= 32).
+inline __mmask32 first_halves(int64_t n) {
+  return n >= 32 ? __mmask32(0xFFFFFFFFu) : n <= 0 ? __mmask32(0) : __mmask32((1u << n) - 1);
+}
+
 // 16 fp32 values from src (those of mask k, zero elsewhere): fp32 as they are, or bf16 (the
 // upper half of an fp32) widened exactly, so that packing a bf16 source rounds nothing.
 ROSETTA_BF16_TARGET inline __m512 load16(__mmask16 k, const float* src) { return _mm512_maskz_loadu_ps(k, src); }
@@ -154,9 +160,11 @@ ROSETTA_BF16_TARGET inline __m512 load16(__mmask16 k, const uint16_t* src) {
 // read row by row across all panels (two rows per k pair), a j-major one panel by panel,
 // 16 columns x 32 k at a time through a 16 x 16 word transpose. With `sums` (k-major X only),
 // sums[j] += the kc fp32 values of column j, as they are read. X is fp32 or bf16 (T: uint16_t).
+// With `rounded` (j-major fp32 X only), X's values as packed: rounded[j * ldr + k] in bf16.
 template <class T>
 ROSETTA_BF16_TARGET void pack_block(bool k_major, const T* src, int64_t ld, int64_t kc, int64_t w, int W,
-                                    uint32_t* out, float* sums = nullptr, int64_t ks = 0) {
+                                    uint32_t* out, float* sums = nullptr, int64_t ks = 0, uint16_t* rounded = nullptr,
+                                    int64_t ldr = 0) {
   const int64_t kp = (kc + 1) / 2, panels = (w + W - 1) / W;
   if (ks < kp) ks = kp;
   for (int64_t q = 0; q < panels && ks > kp; ++q)
@@ -169,6 +177,15 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const T* src, int64_t ld, int6
         for (int j0 = 0; j0 < W; j0 += 16) {
           const int64_t j = q * W + j0, wj = std::clamp<int64_t>(w - j, 0, 16);
           const __mmask16 load = first_lanes(wj), own = first_lanes(W - j0);
+          if constexpr (std::is_same_v<T, uint16_t>) {
+            if (!sums) {  // bf16 already: the two rows' values interleaved as they are
+              const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(load, r0 + j));
+              const __m512i hi = odd_tail ? _mm512_setzero_si512()
+                                          : _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(load, r0 + ld + j));
+              _mm512_mask_storeu_epi32(out + q * ks * W + p * W + j0, own, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+              continue;
+            }
+          }
           const __m512 lo = load16(load, r0 + j);
           const __m512 hi = odd_tail ? _mm512_setzero_ps() : load16(load, r0 + ld + j);
           _mm512_mask_storeu_epi32(out + q * ks * W + p * W + j0, own, pair_words(lo, hi));
@@ -197,9 +214,14 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const T* src, int64_t ld, int6
             continue;
           }
           const T* row = src + (jq + j) * ld + k0;
+          if constexpr (std::is_same_v<T, uint16_t>) {  // bf16 already: the words as they are
+            r[j] = _mm512_maskz_loadu_epi16(first_halves(nk), row);
+            continue;
+          }
           const __m512 lo = load16(lo_mask, row);
           const __m512 hi = load16(hi_mask, row + 16);
           r[j] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // words: pairs p0 .. p0+15 of column j
+          if (rounded) _mm512_mask_storeu_epi16(rounded + (jq + j) * ldr + k0, first_halves(nk), r[j]);
         }
         transpose16(r);  // r[t]: pair p0+t of the 16 columns
         const int64_t np = std::min<int64_t>(16, kp - p0);
@@ -208,29 +230,49 @@ ROSETTA_BF16_TARGET void pack_block(bool k_major, const T* src, int64_t ld, int6
     }
 }
 
+// A product's gate: C is 0 wherever it is not > 0. fp32 or bf16 values (f or h), rows ld apart;
+// none where both are null.
+struct Gate {
+  const float* f = nullptr;
+  const uint16_t* h = nullptr;
+  int64_t ld = 0;
+  explicit operator bool() const { return f || h; }
+  Gate at(int64_t i, int64_t j) const {
+    if (!*this) return {};
+    return {f ? f + i * ld + j : nullptr, h ? h + i * ld + j : nullptr, ld};
+  }
+  // Prefetches the gate of rows x NR values from here (see compute).
+  void prefetch(int rows) const {
+    for (int r = 0; r < rows; ++r) {
+      const char* p = f ? reinterpret_cast<const char*>(f + r * ld) : reinterpret_cast<const char*>(h + r * ld);
+      _mm_prefetch(p, _MM_HINT_T0);
+      if (f) _mm_prefetch(p + 64, _MM_HINT_T0);
+    }
+  }
+};
+
 // Stores the fp32 sums of one row's 16 lanes (the first of `k`) at ci: alpha * acc (+ bias)
-// (+ beta * ci), then 0 wherever gate is not > 0 (when given).
+// (+ beta * ci), then 0 wherever the gate (when given, at this row's lanes) is not > 0.
 ROSETTA_BF16_TARGET inline void store_lanes(__m512 acc, float* ci, __mmask16 k, float alpha, float beta,
-                                            const float* bias, const float* gate) {
+                                            const float* bias, const Gate& gate) {
   __m512 r = _mm512_mul_ps(_mm512_set1_ps(alpha), acc);
   if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias));
   if (beta != 0.0f) r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(k, ci), r);
   if (gate) {
-    const __m512 gv = _mm512_maskz_loadu_ps(k, gate);
+    const __m512 gv = gate.f ? _mm512_maskz_loadu_ps(k, gate.f) : load16(k, gate.h);
     r = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_GT_OQ), r);
   }
   _mm512_mask_storeu_ps(ci, k, r);
 }
 
 // C tile (m x n of MR x NR, m <= Rows) = alpha * A_panel . B_sliver (+ bias, a row of n added
-// to every row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given,
-// rows ldg apart) is not > 0. Only the panel's first Rows rows are multiplied (a panel's rows are
+// to every row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given)
+// is not > 0. Only the panel's first Rows rows are multiplied (a panel's rows are
 // MR words apart whatever Rows is), so a short panel (the last of 32 rows has 8; decoding's
 // products have a few) costs what its rows need.
 template <int Rows>
 ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                                      int m, int n, float alpha, float beta, const float* bias, const float* gate,
-                                      int64_t ldg) {
+                                      int m, int n, float alpha, float beta, const float* bias, const Gate& gate) {
   static_assert(Rows >= 1 && Rows <= MR);
   __m512 acc[Rows][NV];
 #pragma GCC unroll 16
@@ -255,8 +297,7 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
     for (int v = 0; v < NV; ++v) {
       const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
-      store_lanes(acc[i][v], c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr,
-                  gate ? gate + i * ldg + 16 * v : nullptr);
+      store_lanes(acc[i][v], c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
     }
   }
 }
@@ -291,10 +332,11 @@ ROSETTA_AMX_TARGET void configure_tiles() {
 // (A[i, 2p], A[i, 2p+1]), at out + i * ks + p (panel q starts at row q * AMR), zero past kc and
 // for rows mc .. round_up(mc, AMR). A is row-major (src[i * ld + k]) or, with ta, k-major
 // (src[k * ld + i], read 16 rows x 32 k at a time through a 16 x 16 word transpose). With `sums`
-// (ta only), sums[i] += the kc fp32 values of row i, as they are read. A is fp32 or bf16.
+// (ta only), sums[i] += the kc fp32 values of row i, as they are read. A is fp32 or bf16. With
+// `rounded` (row-major fp32 A only), A's values as packed: rounded[i * ldr + k] in bf16.
 template <class T>
 ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const T* src, int64_t ld, int64_t kc, int64_t mc, int64_t ks,
-                                   uint32_t* out, float* sums) {
+                                   uint32_t* out, float* sums, uint16_t* rounded, int64_t ldr) {
   const int64_t rows = round_up(mc, AMR);
   if (!ta) {
     for (int64_t i = 0; i < rows; ++i) {
@@ -305,9 +347,15 @@ ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const T* src, int64_t ld, int64_t kc
       }
       for (int64_t p0 = 0; p0 < ks; p0 += 16) {
         const int64_t nk = std::clamp<int64_t>(kc - 2 * p0, 0, 32);
+        if constexpr (std::is_same_v<T, uint16_t>) {  // bf16 already: a row's pairs are its values
+          _mm512_storeu_si512(row + p0, _mm512_maskz_loadu_epi16(first_halves(nk), src + i * ld + 2 * p0));
+          continue;
+        }
         const __m512 lo = load16(first_lanes(nk), src + i * ld + 2 * p0);
         const __m512 hi = load16(first_lanes(nk - 16), src + i * ld + 2 * p0 + 16);
-        _mm512_storeu_si512(row + p0, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+        _mm512_storeu_si512(row + p0, words);
+        if (rounded) _mm512_mask_storeu_epi16(rounded + i * ldr + 2 * p0, first_halves(nk), words);
       }
     }
     return;
@@ -385,33 +433,17 @@ void amx_kernel_model(int64_t ks, const uint32_t* a, const uint32_t* b, float* a
 
 // C tile (m x n of AMR x NR) from acc, through the epilogue of the AVX-512 kernel.
 ROSETTA_BF16_TARGET void store_amx_tile(const float* acc, float* c, int64_t ldc, int m, int n, float alpha,
-                                        float beta, const float* bias, const float* gate, int64_t ldg) {
+                                        float beta, const float* bias, const Gate& gate) {
   for (int i = 0; i < m; ++i)
     for (int v = 0; v < NV; ++v) {
       const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
       store_lanes(_mm512_loadu_ps(acc + i * NR + 16 * v), c + i * ldc + 16 * v, k, alpha, beta,
-                  bias ? bias + 16 * v : nullptr, gate ? gate + i * ldg + 16 * v : nullptr);
+                  bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
     }
 }
 
-struct Problem {
-  bool ta, tb;
-  int64_t M, N, K;
-  float alpha, beta;
-  const float* a;  // or, where a16 is given, A in bf16 (then a is unused)
-  int64_t lda;
-  const float* b;
-  int64_t ldb;
-  float* c;
-  int64_t ldc;
-  const PackedB* packed = nullptr;  // op(B) already packed (then b and tb are unused)
-  const float* bias = nullptr;      // [N], added to every row of the product
-  float* a_sums = nullptr;          // [M]: the sums of op(A)'s rows, when wanted (ta only)
-  const float* gate = nullptr;      // M x N, rows ldg apart: C is 0 where it is not > 0
-  int64_t ldg = 0;
-  const uint16_t* a16 = nullptr;    // A in bf16, packed without rounding
-};
+using Problem = Bf16Gemm;
 
 // k per packed block, and its k pairs: kp = ceil(kc / 2), padded to a tile's 16 for the AMX kernels.
 int64_t block_k(bool amx) { return amx ? KC_AMX : KC; }
@@ -428,8 +460,9 @@ int64_t packed_b_words(int64_t K, int64_t N, bool amx) {
 // Packs columns [j0, j0 + nc) of op(B) rows [pc, pc + kc) as slivers of ks x NR.
 ROSETTA_BF16_TARGET void pack_b_block(const Problem& g, int64_t pc, int64_t kc, int64_t j0, int64_t nc,
                                       uint32_t* out, int64_t ks) {
-  const float* src = g.tb ? g.b + j0 * g.ldb + pc : g.b + pc * g.ldb + j0;
-  pack_block(!g.tb, src, g.ldb, kc, nc, NR, out, nullptr, ks);
+  const int64_t offset = g.trans_b ? j0 * g.ldb + pc : pc * g.ldb + j0;
+  if (g.b16) pack_block(!g.trans_b, g.b16 + offset, g.ldb, kc, nc, NR, out, nullptr, ks);
+  else pack_block(!g.trans_b, g.b + offset, g.ldb, kc, nc, NR, out, nullptr, ks);
 }
 
 // C[m0:m1, n0:n1] on the calling thread (n0 a multiple of NR), and a_sums[m0:m1] where the
@@ -466,10 +499,12 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
         uint32_t* ap = a_buf.get(size_t(ks * round_up(mc, mr)));
         float* sums = g.a_sums && jc == 0 ? g.a_sums + ic : nullptr;
         if (sums && pc == 0) std::fill(sums, sums + mc, 0.0f);
-        const int64_t a_offset = g.ta ? pc * g.lda + ic : ic * g.lda + pc;
+        const int64_t a_offset = g.trans_a ? pc * g.lda + ic : ic * g.lda + pc;
+        // A's values as packed, once: by the thread that computes the first columns.
+        uint16_t* rounded = g.rounded && jc == 0 ? g.rounded + ic * g.ld_rounded + pc : nullptr;
         const auto pack_a = [&](const auto* a) {
-          if constexpr (Amx) pack_a_amx(g.ta, a + a_offset, g.lda, kc, mc, ks, ap, sums);
-          else pack_block(g.ta, a + a_offset, g.lda, kc, mc, MR, ap, sums);
+          if constexpr (Amx) pack_a_amx(g.trans_a, a + a_offset, g.lda, kc, mc, ks, ap, sums, rounded, g.ld_rounded);
+          else pack_block(g.trans_a, a + a_offset, g.lda, kc, mc, MR, ap, sums, 0, rounded, g.ld_rounded);
         };
         if (g.a16) pack_a(g.a16);
         else pack_a(g.a);
@@ -477,7 +512,7 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
           for (int64_t i = 0; i < mc; i += mr) {
             const int m = int(std::min<int64_t>(mr, mc - i)), n = int(std::min<int64_t>(NR, nc - j));
             float* c = g.c + (ic + i) * g.ldc + jc + j;
-            const float* gate = g.gate ? g.gate + (ic + i) * g.ldg + jc + j : nullptr;
+            const Gate gate = Gate{g.gate, g.gate16, g.ldg}.at(ic + i, jc + j);
             if constexpr (Amx) {
               // The epilogue writes the C tile (and reads it where beta != 0: gradients added
               // to, blocks of k after the first) and reads the gate tile: their lines are
@@ -485,14 +520,14 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
               // C where it is not in cache; on a 2-core Xeon with AMX this took ~2% off the
               // small preset's step for C read and the gate, and ~2% more for C written.
               prefetch_rows(c, g.ldc, m);
-              if (gate) prefetch_rows(gate, g.ldg, m);
+              if (gate) gate.prefetch(m);
               if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
               else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
-              store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, g.ldg);
+              store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate);
             } else {
               const auto kernel = m <= 4 ? micro_kernel<4> : m <= 8 ? micro_kernel<8> : micro_kernel<MR>;
               kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
-                     bias ? bias + j : nullptr, gate, g.ldg);
+                     bias ? bias + j : nullptr, gate);
             }
           }
       }
@@ -508,7 +543,8 @@ void scale_c(const Problem& g) {  // K == 0: C = bias + beta * C
     for (int64_t j = 0; j < g.N; ++j) {
       float& x = g.c[i * g.ldc + j];
       x = (g.bias ? g.bias[j] : 0.0f) + (g.beta == 0.0f ? 0.0f : g.beta * x);
-      if (g.gate && !(g.gate[i * g.ldg + j] > 0.0f)) x = 0.0f;
+      const float gv = g.gate ? g.gate[i * g.ldg + j] : g.gate16 ? std::bit_cast<float>(uint32_t(g.gate16[i * g.ldg + j]) << 16) : 1.0f;
+      if (!(gv > 0.0f)) x = 0.0f;
     }
 }
 
@@ -540,28 +576,31 @@ void run(const Problem& g, int threads) {
 
 }  // namespace
 
+void gemm_bf16(const Bf16Gemm& g, int threads) {
+  if (!g.a == !g.a16 || (!g.packed && !g.b == !g.b16) || (g.gate && g.gate16))
+    throw std::logic_error("gemm_bf16: give one of a and a16, of b, b16 and packed, and at most one gate");
+  if (g.a_sums && !g.trans_a) throw std::logic_error("gemm_bf16: the row sums of op(A) need trans_a");
+  if (g.rounded && (g.trans_a || g.a16)) throw std::logic_error("gemm_bf16: rounded needs a row-major fp32 A");
+  if (g.packed && (g.packed->K != g.K || g.packed->N != g.N))
+    throw std::logic_error("gemm_bf16: B packed for another shape");
+  run(g, threads);
+}
+
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                int64_t ldc, int threads, const float* bias, float* a_sums, const float* gate, int64_t ldg) {
-  if (a_sums && !trans_a) throw std::logic_error("gemm_bf16: the row sums of op(A) need trans_a");
-  Problem g{trans_a, trans_b, M, N, K, alpha, beta, a, lda, b, ldb, c, ldc};
-  g.bias = bias;
-  g.a_sums = a_sums;
-  g.gate = gate;
-  g.ldg = ldg;
-  run(g, threads);
+  gemm_bf16({.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .a = a,
+             .lda = lda, .b = b, .ldb = ldb, .c = c, .ldc = ldc, .bias = bias, .a_sums = a_sums, .gate = gate,
+             .ldg = ldg},
+            threads);
 }
 
 void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
                    const PackedB* packed) {
-  Problem g{trans_a, trans_b, M, N, K, alpha, beta, nullptr, lda, b, ldb, c, ldc};
-  g.a16 = a;
-  if (packed) {
-    if (packed->K != K || packed->N != N) throw std::logic_error("gemm_bf16_a16: B packed for another shape");
-    g.packed = packed;
-  }
-  run(g, threads);
+  gemm_bf16({.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+             .a16 = a, .lda = lda, .b = packed ? nullptr : b, .ldb = ldb, .packed = packed, .c = c, .ldc = ldc},
+            threads);
 }
 
 ROSETTA_BF16_TARGET void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
@@ -673,7 +712,7 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   out.N = N;
   out.amx = amx;
   if (words == 0) return;
-  const Problem g{false, trans_b, 0, N, K, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0};
+  const Problem g{.trans_b = trans_b, .N = N, .K = K, .b = b, .ldb = ldb};
   const int64_t np = round_up(N, NR), kb = block_k(out.amx);
   int64_t offset = 0;
   for (int64_t pc = 0; pc < K; pc += kb) {
@@ -686,12 +725,9 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
                       const PackedB& b, float beta, float* c, int64_t ldc, int threads, const float* bias,
                       const float* gate, int64_t ldg) {
-  Problem g{trans_a, false, M, b.N, b.K, alpha, beta, a, lda, nullptr, 0, c, ldc};
-  g.packed = &b;
-  g.bias = bias;
-  g.gate = gate;
-  g.ldg = ldg;
-  run(g, threads);
+  gemm_bf16({.trans_a = trans_a, .M = M, .N = b.N, .K = b.K, .alpha = alpha, .beta = beta, .a = a, .lda = lda,
+             .packed = &b, .c = c, .ldc = ldc, .bias = bias, .gate = gate, .ldg = ldg},
+            threads);
 }
 
 #else  // not x86-64: never available, never called
@@ -702,6 +738,7 @@ void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void gemm_bf16_a16(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const float*, int64_t,
                    float, float*, int64_t, int, const PackedB*) {}
 void round_to_bf16(const float*, uint16_t*, float*, int64_t) {}
+void gemm_bf16(const Bf16Gemm&, int) {}
 double time_bf16_dots(int64_t) { return 0; }
 double time_fp32_fmas(int64_t) { return 0; }
 double time_amx_dots(int64_t) { return 0; }

@@ -44,6 +44,35 @@ void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
                    const PackedB* packed = nullptr);
 
+// One bf16 product with all that the functions above take, and more: B already in bf16 (b16,
+// ldb counting bf16 values), a gate in bf16 (gate16, rows ldg values apart), and A's values kept
+// as the product rounded them (`rounded`: op(A) of M x K in bf16, rows ld_rounded values apart;
+// fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
+// fp32 values, as round_to_bf16 stores them: nothing is rounded twice, so a product of rounded
+// operands equals the product of the fp32 ones they came from, bit for bit.
+struct Bf16Gemm {
+  bool trans_a = false, trans_b = false;
+  int64_t M = 0, N = 0, K = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* a = nullptr;
+  const uint16_t* a16 = nullptr;  // A in bf16 instead of a
+  int64_t lda = 0;
+  const float* b = nullptr;
+  const uint16_t* b16 = nullptr;  // B in bf16 instead of b
+  int64_t ldb = 0;
+  const PackedB* packed = nullptr;  // op(B) already packed (then b, b16 and trans_b are unused)
+  float* c = nullptr;
+  int64_t ldc = 0;
+  const float* bias = nullptr;      // [N], added to every row of the product
+  float* a_sums = nullptr;          // [M]: the sums of op(A)'s rows (trans_a only)
+  const float* gate = nullptr;      // M x N, rows ldg apart: C is 0 where it is not > 0
+  const uint16_t* gate16 = nullptr;  // the same in bf16 instead of gate
+  int64_t ldg = 0;
+  uint16_t* rounded = nullptr;  // receives op(A) in bf16
+  int64_t ld_rounded = 0;
+};
+void gemm_bf16(const Bf16Gemm& g, int threads);
+
 // dst[j] = src[j] rounded to bf16 (nearest even, as the GEMMs round their operands) for j < n,
 // and sums[j] += src[j] where sums is given.
 void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n);
@@ -56,6 +85,10 @@ const PackedB* shared_packing(const float* b, int64_t ldb, int64_t K, int64_t N,
 // inside one (a model replica's thread) what set_nested_gemm_threads gave this thread, for large
 // ones; one for a small one. (matmul.cpp)
 int bf16_threads(int64_t M, int64_t N, int64_t K);
+
+// A product of M x N x K runs in bf16 here: bf16 precision (MatmulPrecisionScope), a CPU with
+// bf16 products, and enough multiply-adds. (matmul.cpp)
+bool bf16_gemm(int64_t M, int64_t N, int64_t K);
 
 // The CPU has AVX512_BF16 (and AVX-512 F/BW/VL) and the OS saves the ZMM registers.
 bool gemm_bf16_available();

@@ -22,8 +22,8 @@ namespace {
 // 256 rows: 28.6 / 27.0 / 25.8 / 25.6 ms.
 constexpr int64_t kLossRows = 128;
 
-// The gradient's [N, V] bf16 values, rows `row_words` 32-bit words (two values each) apart.
-int64_t row_words(int64_t V) { return (V + 1) / 2; }
+// A Bf16Matrix's words per row (two values each).
+int64_t row_words(int64_t cols) { return (cols + 1) / 2; }
 
 // One row of logits x (V of them, target t) in place of its loss's gradient per unit of g / count,
 // softmax(x) - uniform - hit * onehot(t); returns its loss, as cross_entropy_forward takes it. One exponential
@@ -69,6 +69,8 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
   const int64_t blocks = (N + kLossRows - 1) / kLossRows, words = row_words(V);
   const int threads = int(std::min<int64_t>(detail::bf16_threads(N, V, K), blocks));
   Tensor grad = Tensor::empty({N, words}, DType::i32);
+  // x as the blocks' products round it, for the weight's gradient (the pad of odd K zeroed).
+  Tensor input = K % 2 ? Tensor::zeros({N, row_words(K)}, DType::i32) : Tensor::empty({N, row_words(K)}, DType::i32);
   Tensor sums = bias.defined() ? Tensor::zeros({blocks, V}) : Tensor();  // per block, summed in order
   Tensor losses = Tensor::empty({blocks}, DType::f64);
   Tensor logits = Tensor::empty({threads, kLossRows, V});
@@ -83,6 +85,7 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
   }
   const float *px = x.data<float>(), *pb = bias.defined() ? bias.data<float>() : nullptr;
   auto* pg = reinterpret_cast<uint16_t*>(grad.data<int32_t>());
+  auto* pin = reinterpret_cast<uint16_t*>(input.data<int32_t>());
   float* ps = sums.defined() ? sums.data<float>() : nullptr;
   double* pl = losses.data<double>();
   const float uniform = float(smoothing / double(V)), hit = float(1.0 - smoothing);
@@ -90,7 +93,9 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t r0 = blk * kLossRows, rows = std::min(kLossRows, N - r0);
     float* L = logits.data<float>() + int64_t(omp_get_thread_num()) * kLossRows * V;
-    detail::gemm_bf16_packed(false, rows, 1.0f, px + r0 * K, K, *packed, 0.0f, L, V, 1, pb);
+    detail::gemm_bf16({.M = rows, .N = V, .K = K, .a = px + r0 * K, .lda = K, .packed = packed, .c = L, .ldc = V,
+                       .bias = pb, .rounded = pin + r0 * 2 * row_words(K), .ld_rounded = 2 * row_words(K)},
+                      1);
     double total = 0;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = r0 + r;
@@ -115,18 +120,21 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
     for (int64_t b = 1; b < blocks; ++b)
       for (int64_t j = 0; j < V; ++j) out[j] += ps[b * V + j];
   }
-  return {Tensor::scalar(count > 0 ? total / double(count) : 0.0, DType::f32), grad, bias_grad, count};
+  return {Tensor::scalar(count > 0 ? total / double(count) : 0.0, DType::f32), {grad, V}, bias_grad, count,
+          {input, K}};
 }
 
-void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& x, const Tensor& w, double g,
-                                   const GradOut& dx, const GradOut& dw, const GradOut& dbias) {
-  const int64_t N = x.shape()[0], K = x.shape()[1], V = w.shape()[0];
-  ROSETTA_CHECK(x.dim() == 2 && w.dim() == 2 && w.shape()[1] == K && x.is_contiguous() && w.is_contiguous() &&
-                    r.grad.shape() == Shape({N, row_words(V)}),
-                "linear_cross_entropy_backward: x ", x.shape(), " and w ", w.shape(), " are not those of the forward");
+void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& w, double g, const GradOut& dx,
+                                   const GradOut& dw, const GradOut& dbias) {
+  ROSETTA_CHECK(r.grad.defined() && r.input.defined() && w.dim() == 2 && w.is_contiguous() &&
+                    w.dtype() == DType::f32 && r.grad.cols == w.shape()[0] && r.input.cols == w.shape()[1] &&
+                    r.grad.rows() == r.input.rows(),
+                "linear_cross_entropy_backward: weight ", w.shape(), " is not the forward's");
+  const int64_t N = r.input.rows(), K = r.input.cols, V = w.shape()[0];
   const float s = r.count > 0 ? float(g / double(r.count)) : 0.0f;
-  const auto* pg = reinterpret_cast<const uint16_t*>(r.grad.data<int32_t>());
-  const int64_t ldg = 2 * row_words(V);
+  const auto* pg = reinterpret_cast<const uint16_t*>(r.grad.words.data<int32_t>());
+  const auto* px = reinterpret_cast<const uint16_t*>(r.input.words.data<int32_t>());
+  const int64_t ldg = 2 * row_words(V), ldx = 2 * row_words(K);
   // Into out's buffer where it is a dense row-major [rows, cols], else through a temporary.
   const auto product = [&](const GradOut& d, const Shape& shape, auto gemm) {
     if (!d.out.defined()) return;
@@ -145,10 +153,11 @@ void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tens
     detail::gemm_bf16_a16(false, false, N, K, V, s, pg, ldg, w.data<float>(), K, beta, c, K,
                           detail::bf16_threads(N, K, V), detail::shared_packing(w.data<float>(), K, V, K, false));
   });
-  // dw = s grad^T @ x: grad's columns are op(A)'s rows.
+  // dw = s grad^T @ x: grad's columns are op(A)'s rows, x as the forward rounded it.
   product(dw, {V, K}, [&](float* c, float beta) {
-    detail::gemm_bf16_a16(true, false, V, K, N, s, pg, ldg, x.data<float>(), K, beta, c, K,
-                          detail::bf16_threads(V, K, N));
+    detail::gemm_bf16({.trans_a = true, .M = V, .N = K, .K = N, .alpha = s, .beta = beta, .a16 = pg, .lda = ldg,
+                       .b16 = px, .ldb = ldx, .c = c, .ldc = K},
+                      detail::bf16_threads(V, K, N));
   });
   if (dbias.out.defined()) {
     ROSETTA_CHECK(r.bias_grad.defined(), "linear_cross_entropy_backward: the forward had no bias");

@@ -105,6 +105,13 @@ int detail::bf16_threads(int64_t M, int64_t N, int64_t K) {
   return omp_in_parallel() ? nested_gemm_threads() : omp_get_max_threads();
 }
 
+bool detail::bf16_gemm(int64_t M, int64_t N, int64_t K) { return gemm_bf16_available() && bf16_product(M, N, K); }
+
+bool bf16_linear(int64_t rows, const Tensor& w) {
+  return w.dim() == 2 && w.dtype() == DType::f32 && w.is_contiguous() &&
+         detail::bf16_gemm(rows, w.shape()[0], w.shape()[1]);
+}
+
 namespace {
 using detail::bf16_threads;
 

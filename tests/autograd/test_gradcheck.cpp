@@ -279,6 +279,59 @@ TEST_CASE("gradcheck: relu_dropout_linear equals linear(relu_dropout(h)), values
                     Catch::Contains("relu_dropout_linear: input [2, 3, 5] does not match weight [4, 6]"));
 }
 
+TEST_CASE("under bf16, linear layers keep their inputs in bf16: the fp32 inputs' values and gradients", "[gradcheck]") {
+  if (!bf16_supported()) return;
+  // What the layers computed when they kept fp32 inputs: the core products of the fp32 values,
+  // which round them to bf16 as they pack them, exactly as the kept inputs are rounded.
+  Generator gen(11);
+  const Tensor x = gen.normal({2, 40, 64}, 0.0, 1.0), w1 = gen.normal({96, 64}, 0.0, 0.1),
+               w2 = gen.normal({64, 96}, 0.0, 0.1), w3 = gen.normal({64, 64}, 0.0, 0.1), b1 = gen.normal({96}, 0.0, 1.0), b2 = gen.normal({64}, 0.0, 1.0),
+               up = gen.normal({2, 40, 64}, 0.0, 1.0);
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  const Tensor x2 = x.reshape({80, 64}), up2 = up.reshape({80, 64});
+  for (const bool training : {true, false}) {
+    INFO("training " << training);
+    Generator g(3), g_ref(3);
+    Var xv(x, true), w1v(w1, true), w2v(w2, true), b1v(b1, true), b2v(b2, true);
+    // x read twice (the second linear reuses the first's bf16 copy), h by the fused relu layer.
+    const Var h = linear(xv, w1v, b1v), y = relu_dropout_linear(h, 0.2, g, training, w2v, b2v);
+    const Var out = y + linear(xv, Var(w3, true), Var());
+    sum(out * Var(up)).backward();
+
+    Tensor h_ref = Tensor::empty({80, 96}), y_ref = Tensor::empty({80, 64}), z_ref = Tensor::empty({80, 64});
+    matmul_bias_into(h_ref, x2, w1.transpose(0, 1), b1);
+    const uint64_t seed = g_ref.seed(), offset = training ? g_ref.reserve(80 * 96) : 0;
+    const Tensor a = training ? relu_dropout(h_ref, 0.2, seed, offset) : unary(UnaryOp::relu, h_ref);
+    matmul_bias_into(y_ref, a, w2.transpose(0, 1), b2);
+    matmul_into(z_ref, x2, w3.transpose(0, 1));
+    REQUIRE(equal_values(h.data().reshape({80, 96}), h_ref));
+    REQUIRE(equal_values(out.data().reshape({80, 64}), add(y_ref, z_ref)));
+    Tensor dh = Tensor::empty({80, 96}), dw2 = Tensor::empty({64, 96}), db2 = Tensor::empty({64}),
+           dw1 = Tensor::empty({96, 64}), db1 = Tensor::empty({96});
+    relu_linear_input_grad(up2, w2, a, training ? 1.0 / 0.8 : 1.0, {dh, 0.0});
+    linear_param_grads(up2, a, {dw2, 0.0}, {db2, 0.0});
+    linear_param_grads(dh, x2, {dw1, 0.0}, {db1, 0.0});
+    CHECK(equal_values(w2v.grad(), dw2));
+    CHECK(equal_values(b2v.grad(), db2));
+    CHECK(equal_values(w1v.grad(), dw1));
+    CHECK(equal_values(b1v.grad(), db1));
+    Tensor dx = Tensor::empty({80, 64});
+    matmul_into(dx, dh, w1);
+    matmul_into(dx, up2, w3, 1.0, 1.0);
+    CHECK(equal_values(xv.grad().reshape({80, 64}), dx));
+  }
+  // An input written in place between two layers is kept anew, not taken from the first.
+  Tensor xs = x.clone();
+  Var xv(xs, true), w1v(w1, true);
+  const Var first = linear(xv, w1v, Var());
+  scale_(xs, 2.0);
+  const Var second = linear(xv, w1v, Var());
+  Tensor want = Tensor::empty({80, 96});
+  matmul_bias_into(want, xs.reshape({80, 64}), w1.transpose(0, 1), Tensor());
+  CHECK(equal_values(second.data().reshape({80, 96}), want));
+  CHECK(!equal_values(first.data(), second.data()));
+}
+
 TEST_CASE("gradcheck: dropout_add equals residual + dropout(x), values and gradients", "[gradcheck]") {
   check([](auto& v) {
     Generator g(7);

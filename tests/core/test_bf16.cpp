@@ -258,6 +258,101 @@ TEST_CASE("relu's input gradient through a linear layer: masked and scaled as th
                     Catch::Contains("relu_linear_input_grad: dy [4, 3], weight [3, 5] and y [4, 6]"));
 }
 
+TEST_CASE("inputs kept in bf16 (Bf16Matrix) give the products of the fp32 inputs, to the bit", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(31);
+  const int threads = get_num_threads();
+  // {rows, in, out}: the small preset's feed-forward layer (C split over rows), an odd input
+  // width (a row's last word half padding) off every tile, k over two AMX blocks of 2048 (A
+  // rounded block by block), and more outputs than rows and than one panel of B (C split over
+  // columns: only the first columns' thread writes the rounded input).
+  for (const auto& [r, i, o] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1250, 256, 1024}, {37, 333, 70}, {40, 2300, 96}, {64, 48, 9000}}) {
+    const int64_t rows = r, in = i, out = o;  // not bindings: lambdas below capture them
+    INFO("linear " << rows << " x " << in << " -> " << out);
+    const Tensor x = randn(g, {rows, in + 3}).narrow(1, 0, in);  // rows in + 3 apart
+    const Tensor w = g.normal({out, in}, 0.0, 0.1), b = randn(g, {out}), dy = randn(g, {rows, out});
+    const Tensor h = randn(g, {rows, in}), dyr = randn(g, {rows, out});
+    const uint64_t offset = (uint64_t(1) << 32) - 1000;  // the counter's high half changes inside
+    for (const int t : {1, std::max(2, threads)}) {
+      set_num_threads(t);
+      const MatmulPrecisionScope bf16(Precision::bf16);
+      REQUIRE(bf16_linear(rows, w));
+      Tensor want = Tensor::empty({rows, out});
+      matmul_bias_into(want, x, w.transpose(0, 1), b);
+      Bf16Matrix x16;
+      const Tensor y = linear_keeping_bf16(x, w, b, x16);
+      CHECK(y.to_vector<float>() == want.to_vector<float>());
+      REQUIRE(x16.rows() == rows);
+      CHECK(x16.to_f32().to_vector<float>() == rounded_bf16(x).to_vector<float>());
+      if (in % 2) {  // the pad half-word of every row is 0
+        const std::vector<int32_t> words = x16.words.to_vector<int32_t>();
+        for (int64_t row = 0; row < rows; ++row)
+          if (uint32_t(words[size_t(row * ((in + 1) / 2) + in / 2)]) >> 16) FAIL("row " << row << "'s pad is not 0");
+      }
+      CHECK(linear_bf16(x16, w, b).to_vector<float>() == want.to_vector<float>());
+      {
+        SharedPackedWeights packed;
+        packed.pack({w});
+        const SharedPackedWeights::Use use(packed);
+        Bf16Matrix again;
+        CHECK(linear_keeping_bf16(x, w, Tensor(), again).to_vector<float>() ==
+              linear_bf16(x16, w, Tensor()).to_vector<float>());
+        CHECK(again.words.to_vector<int32_t>() == x16.words.to_vector<int32_t>());
+      }
+      // The weight's and bias's gradients: added to (beta 0.5) or fresh, with and without the bias.
+      for (const double beta : {0.0, 0.5}) {
+        const Tensor dw0 = randn(g, {out, in}), db0 = randn(g, {out});
+        Tensor dw = dw0.clone(), db = db0.clone(), dw_ref = dw0.clone(), db_ref = db0.clone();
+        linear_param_grads(dy, x16, {dw, beta}, {db, beta});
+        linear_param_grads(dy, x, {dw_ref, beta}, {db_ref, beta});
+        CHECK(dw.to_vector<float>() == dw_ref.to_vector<float>());
+        CHECK(db.to_vector<float>() == db_ref.to_vector<float>());
+        linear_param_grads(dy, x16, {dw, beta}, {});
+        linear_param_grads(dy, x, {dw_ref, beta}, {});
+        CHECK(dw.to_vector<float>() == dw_ref.to_vector<float>());
+      }
+      // relu (p 0) and relu with dropout straight into bf16, and relu's input gradient gated by it.
+      for (const double p : {0.0, 0.25}) {
+        const Tensor a = p > 0 ? relu_dropout(h, p, 77, offset) : unary(UnaryOp::relu, h);
+        const Bf16Matrix a16 = relu_dropout_bf16(h, p, 77, offset);
+        CHECK(a16.to_f32().to_vector<float>() == rounded_bf16(a).to_vector<float>());
+        const double scale = 1.0 / (1.0 - p);
+        for (const double beta : {0.0, 1.0}) {
+          const Tensor dx0 = randn(g, {rows, in});
+          Tensor dx = dx0.clone(), dx_ref = dx0.clone();
+          relu_linear_input_grad(dyr, w, a16, scale, {dx, beta});
+          relu_linear_input_grad(dyr, w, a, scale, {dx_ref, beta});
+          CHECK(dx.to_vector<float>() == dx_ref.to_vector<float>());
+        }
+      }
+    }
+    set_num_threads(threads);
+    // Outside bf16 precision the kept input is widened: fp32 products of its bf16 values.
+    Bf16Matrix x16;
+    {
+      const MatmulPrecisionScope bf16(Precision::bf16);
+      linear_keeping_bf16(x, w, b, x16);
+    }
+    const MatmulPrecisionScope fp32(Precision::fp32);
+    CHECK(!bf16_linear(rows, w));
+    Tensor dw = Tensor::empty({out, in}), db = Tensor::empty({out}), dw_ref = Tensor::empty({out, in}),
+           db_ref = Tensor::empty({out});
+    linear_param_grads(dy, x16, {dw, 0.0}, {db, 0.0});
+    linear_param_grads(dy, x16.to_f32(), {dw_ref, 0.0}, {db_ref, 0.0});
+    CHECK(dw.to_vector<float>() == dw_ref.to_vector<float>());
+    CHECK(db.to_vector<float>() == db_ref.to_vector<float>());
+    CHECK_THROWS_WITH(linear_keeping_bf16(x, w, b, x16), Catch::Contains("under bf16 products"));
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Bf16Matrix kept;
+  CHECK_THROWS_WITH(linear_keeping_bf16(Tensor::zeros({64, 32}), Tensor::zeros({64, 48}), Tensor(), kept),
+                    Catch::Contains("linear_keeping_bf16: x [64, 32] and weight [64, 48]"));
+  CHECK_THROWS_WITH(relu_dropout_bf16(Tensor::zeros({4, 4}), 1.0, 1, 0), Catch::Contains("probability 1"));
+  CHECK_THROWS_WITH(linear_param_grads(Tensor::zeros({4, 3}), Bf16Matrix(), {}, {}),
+                    Catch::Contains("linear_param_grads: not a Bf16Matrix"));
+}
+
 TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {
   if (skipped_without_bf16()) return;
   const MatmulPrecisionScope bf16(Precision::bf16);
@@ -486,7 +581,7 @@ TEST_CASE("the output layer fused with its cross-entropy: the same loss, gradien
       CHECK(r.loss.item() == Approx(ce.loss.item()).epsilon(1e-6));
       const Tensor dx0 = randn(g, {N, K});
       Tensor dx = dx0.clone(), dw = Tensor::full({V, K}, std::nan("")), db = Tensor::full({V}, std::nan(""));
-      linear_cross_entropy_backward(r, x, w, up, {dx, 1.0}, {dw, 0.0}, {db, 0.0});
+      linear_cross_entropy_backward(r, w, up, {dx, 1.0}, {dw, 0.0}, {db, 0.0});
 
       // Against float64 products of the reference gradient: off by rounding the gradient and
       // the other operand to bf16 (2^-8 relative each), fp32 sums, and the gradient's own fp32
@@ -519,7 +614,7 @@ TEST_CASE("the output layer fused with its cross-entropy: the same loss, gradien
       const auto all = [&] {
         const LinearCrossEntropyResult q = linear_cross_entropy_forward(x, w, bias, targets, smoothing, -1);
         Tensor a = Tensor::empty({N, K}), b = Tensor::empty({V, K}), c = Tensor::empty({V});
-        linear_cross_entropy_backward(q, x, w, up, {a, 0.0}, {b, 0.0}, {c, 0.0});
+        linear_cross_entropy_backward(q, w, up, {a, 0.0}, {b, 0.0}, {c, 0.0});
         std::vector<float> v = q.loss.to_vector<float>();
         for (const Tensor& o : {a, b, c})
           for (float e : o.to_vector<float>()) v.push_back(e);

@@ -129,6 +129,37 @@ void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, co
 // scale are applied as the product is stored; otherwise as matmul and unary_backward compute them.
 void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx);
 
+// ------------------------------------------------------------------ inputs kept in bf16 (bf16_activations.cpp)
+
+// A matrix [rows, cols] of bf16 values (the upper halves of fp32 values, rounded to nearest even
+// as the bf16 products round their operands) in I32 words of two values each; a row's last
+// half-word is 0 where cols is odd. Linear layers whose products run in bf16 keep their inputs
+// for the backward pass so: half the bytes of fp32, and the same results to the bit, since the
+// backward products would have rounded the fp32 inputs to these same values.
+struct Bf16Matrix {
+  Tensor words;  // I32 [rows, (cols + 1) / 2]
+  int64_t cols = 0;
+  bool defined() const { return words.defined(); }
+  int64_t rows() const { return words.shape()[0]; }
+  Tensor to_f32() const;  // F32 [rows, cols]: the bf16 values, exactly
+};
+// A linear layer of weight w [N, K] over `rows` rows runs its products in bf16 (bf16 precision
+// on a CPU with bf16 products, a product large enough, w contiguous F32 [N, K]): where this is
+// true, the functions below serve it. (matmul.cpp)
+bool bf16_linear(int64_t rows, const Tensor& w);
+// x @ w^T + bias for x [M, K] (rows with unit stride) as matmul_bias_into(out, x, w^T, bias)
+// computes it, and x as the product rounded it into x16. Only where bf16_linear(M, w).
+Tensor linear_keeping_bf16(const Tensor& x, const Tensor& w, const Tensor& bias, Bf16Matrix& x16);
+// a @ w^T + bias for an input already in bf16 (the same as the fp32 input it came from).
+Tensor linear_bf16(const Bf16Matrix& a, const Tensor& w, const Tensor& bias);
+// relu_dropout(x, p, seed, offset) (relu(x) for p 0) of a 2-D x straight into bf16, as the
+// products would round it: no fp32 result.
+Bf16Matrix relu_dropout_bf16(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// linear_param_grads and relu_linear_input_grad for an input kept in bf16: the same results as
+// for the fp32 input it came from where the products are bf16 (elsewhere it is widened to fp32).
+void linear_param_grads(const Tensor& dy, const Bf16Matrix& x, const GradOut& dw, const GradOut& dbias);
+void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Bf16Matrix& y, double scale, const GradOut& dx);
+
 // While one lives on this thread, matmul_bias_into keeps `b` (a weight) packed for its products
 // (fp32 on AVX-512 or AVX2: rosetta's own kernel instead of OpenBLAS's sgemm, which repacks both
 // operands on every call; bf16; int8: quantized) from its first use to the end of the scope, and reuses
@@ -232,16 +263,17 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const T
 bool linear_cross_entropy_fusable(const Tensor& x, const Tensor& w, const Tensor& bias);
 struct LinearCrossEntropyResult {
   Tensor loss;       // 0-d, as cross_entropy_forward's on the same (bf16-product) logits
-  Tensor grad;       // the logits' gradient per unit of g / count, [N, V] in bf16 (opaque I32 words)
+  Bf16Matrix grad;   // the logits' gradient per unit of g / count, [N, V]
   Tensor bias_grad;  // [V]: the fp32 column sums of that gradient before rounding (with a bias)
   int64_t count;     // rows not ignored
+  Bf16Matrix input;  // x, as the forward's product rounded it (what the weight's gradient reads)
 };
 LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
                                                       const Tensor& targets, double smoothing, int32_t ignore_index);
-// With s = g / count: dx (+)= s grad @ w, dw (+)= s grad^T @ x, dbias (+)= s bias_grad, each as
-// its GradOut says (any may be undefined).
-void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& x, const Tensor& w, double g,
-                                   const GradOut& dx, const GradOut& dw, const GradOut& dbias);
+// With s = g / count: dx (+)= s grad @ w, dw (+)= s grad^T @ input, dbias (+)= s bias_grad, each
+// as its GradOut says (any may be undefined); w is the forward's.
+void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& w, double g, const GradOut& dx,
+                                   const GradOut& dw, const GradOut& dbias);
 
 // ------------------------------------------------------------------ a decoding step's attention (attention_step.cpp)
 

@@ -1,0 +1,168 @@
+// Linear layers' inputs kept in bf16 for the backward pass (Bf16Matrix): rounded where the forward
+// product packs them, or written in bf16 by relu_dropout_bf16, and read by the backward products
+// without rounding again. Its own file, away from the fp32 kernels (see linear_cross_entropy.cpp).
+#include <algorithm>
+#include <cstring>
+
+#include "backward.h"
+#include "gemm_bf16.h"
+#include "gemm_common.h"
+#include "rosetta/core/ops.h"
+#include "strided.h"
+
+namespace rosetta {
+
+namespace {
+// A Bf16Matrix of rows x cols, uninitialised but for the pad half-word of odd rows.
+Bf16Matrix empty_bf16(int64_t rows, int64_t cols) {
+  Bf16Matrix m{Tensor::empty({rows, (cols + 1) / 2}, DType::i32), cols};
+  if (cols % 2)
+    for (int64_t i = 0; i < rows; ++i) m.words.data<int32_t>()[i * m.words.shape()[1] + cols / 2] = 0;
+  return m;
+}
+
+const uint16_t* halves(const Bf16Matrix& m) { return reinterpret_cast<const uint16_t*>(m.words.data<int32_t>()); }
+uint16_t* halves(Bf16Matrix& m) { return reinterpret_cast<uint16_t*>(m.words.data<int32_t>()); }
+int64_t ld(const Bf16Matrix& m) { return 2 * m.words.shape()[1]; }
+
+// dy (a gradient of rows x columns) with unit column stride: as it is, or copied.
+Tensor unit_columns(const Tensor& t) { return t.strides().back() == 1 && t.strides()[0] >= t.shape()[1] ? t : t.contiguous(); }
+
+void check_matrix(const Bf16Matrix& m, const char* op) {
+  ROSETTA_CHECK(m.defined() && m.words.dim() == 2 && m.words.dtype() == DType::i32 && m.words.is_contiguous() &&
+                    m.words.shape()[1] == (m.cols + 1) / 2,
+                op, ": not a Bf16Matrix");
+}
+
+// y [M, N] = a @ w^T + bias, a fp32 (rows lda apart; rounded into `rounded` where given) or bf16.
+Tensor linear_product(int64_t M, const float* a, const uint16_t* a16, int64_t lda, const Tensor& w,
+                      const Tensor& bias, Bf16Matrix* rounded) {
+  const int64_t N = w.shape()[0], K = w.shape()[1];
+  ROSETTA_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.shape() == Shape{N} && bias.is_contiguous()),
+                "linear_bf16: bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", w.shape());
+  Tensor y = Tensor::empty({M, N});
+  const float* pw = w.data<float>();
+  const detail::PackedB* packed = detail::shared_packing(pw, K, K, N, true);
+  detail::gemm_bf16({.trans_b = true, .M = M, .N = N, .K = K, .a = a, .a16 = a16, .lda = lda,
+                     .b = packed ? nullptr : pw, .ldb = K, .packed = packed, .c = y.data<float>(), .ldc = N,
+                     .bias = bias.defined() ? bias.data<float>() : nullptr,
+                     .rounded = rounded ? halves(*rounded) : nullptr, .ld_rounded = rounded ? ld(*rounded) : 0},
+                    detail::bf16_threads(M, N, K));
+  return y;
+}
+}  // namespace
+
+Tensor Bf16Matrix::to_f32() const {
+  check_matrix(*this, "Bf16Matrix::to_f32");
+  const int64_t R = rows(), stride = 2 * words.shape()[1];
+  Tensor out = Tensor::empty({R, cols});
+  const uint16_t* src = halves(*this);
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const uint32_t bits = uint32_t(src[i * stride + j]) << 16;
+      std::memcpy(dst + i * cols + j, &bits, sizeof bits);
+    }
+  return out;
+}
+
+Tensor linear_keeping_bf16(const Tensor& x, const Tensor& w, const Tensor& bias, Bf16Matrix& x16) {
+  ROSETTA_CHECK(x.dim() == 2 && x.dtype() == DType::f32 && bf16_linear(x.shape()[0], w) &&
+                    x.shape()[1] == w.shape()[1],
+                "linear_keeping_bf16: x ", x.shape(), " and weight ", w.shape(), " are not [M, K] and [N, K] under bf16 products");
+  const Tensor a = unit_columns(x);
+  x16 = empty_bf16(a.shape()[0], a.shape()[1]);
+  return linear_product(a.shape()[0], a.data<float>(), nullptr, a.strides()[0], w, bias, &x16);
+}
+
+Tensor linear_bf16(const Bf16Matrix& a, const Tensor& w, const Tensor& bias) {
+  check_matrix(a, "linear_bf16");
+  ROSETTA_CHECK(bf16_linear(a.rows(), w) && a.cols == w.shape()[1], "linear_bf16: input [", a.rows(), ", ", a.cols,
+                "] and weight ", w.shape(), " are not [M, K] and [N, K] under bf16 products");
+  return linear_product(a.rows(), nullptr, halves(a), ld(a), w, bias, nullptr);
+}
+
+Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  ROSETTA_CHECK(x_in.dim() == 2 && x_in.dtype() == DType::f32, "relu_dropout_bf16: x ", x_in.shape(),
+                " is not an F32 matrix");
+  const Tensor x = x_in.contiguous();
+  const int64_t R = x.shape()[0], C = x.shape()[1];
+  Bf16Matrix out = empty_bf16(R, C);
+  const float* px = x.data<float>();
+  uint16_t* po = halves(out);
+  const int64_t ldo = ld(out);
+  const uint32_t key = detail::dropout_key(seed), threshold = uint32_t(detail::dropout_threshold(p));
+  const float scale = float(1.0 / (1.0 - p));
+  detail::parallel_rows(R, C, [&](int64_t b, int64_t e) {
+    static thread_local detail::Scratch<float> row_buf;
+    float* v = row_buf.get(size_t(C));
+    for (int64_t i = b; i < e; ++i) {
+      const float* xs = px + i * C;
+      // As dropout_into<true> computes element n = i * C + j (the same counter, the same fp32
+      // product), then rounded as the products round.
+      for (int64_t j0 = 0; j0 < C;) {
+        const uint64_t c0 = offset + uint64_t(i * C + j0);
+        const uint32_t hi = detail::fmix32(uint32_t(c0 >> 32) ^ key), lo0 = uint32_t(c0);
+        const uint32_t run = uint32_t(std::min<int64_t>(C - j0, int64_t((uint64_t(1) << 32) - lo0)));
+        const float sc = p > 0 ? scale : 1.0f;
+        const uint32_t thr = p > 0 ? threshold : 0;
+#pragma omp simd
+        for (uint32_t j = 0; j < run; ++j) {
+          const uint32_t h = detail::fmix32((lo0 + j) * 0x9E3779B1u ^ hi);
+          const float a = xs[j0 + j];
+          v[j0 + j] = (a > 0.0f ? a : 0.0f) * (h >= thr ? sc : 0.0f);
+        }
+        j0 += int64_t(run);
+      }
+      detail::round_to_bf16(v, po + i * ldo, nullptr, C);
+    }
+  });
+  return out;
+}
+
+void linear_param_grads(const Tensor& dy_in, const Bf16Matrix& x, const GradOut& dw, const GradOut& dbias) {
+  check_matrix(x, "linear_param_grads");
+  ROSETTA_CHECK(dy_in.dim() == 2 && dy_in.shape()[0] == x.rows(), "linear_param_grads: dy ", dy_in.shape(),
+                " and x [", x.rows(), ", ", x.cols, "] are not [M, N] and [M, K]");
+  const int64_t M = dy_in.shape()[1], N = x.cols, K = dy_in.shape()[0];  // of dw = dy^T x
+  const bool direct = dw.out.defined() && dw.out.shape() == Shape{M, N} && dw.out.strides().back() == 1 &&
+                      dy_in.dtype() == DType::f32 && dw.out.dtype() == DType::f32 && detail::bf16_gemm(M, N, K);
+  if (!direct) return linear_param_grads(dy_in, x.to_f32(), dw, dbias);
+  if (dbias.out.defined()) detail::check_grad_out(dbias, {M}, dy_in.dtype(), "linear_param_grads");
+  const Tensor dy = unit_columns(dy_in);
+  // The bias gradient is summed as dy is packed for the weight gradient, as the fp32 input's is.
+  const Tensor sums = !dbias.out.defined() ? Tensor() : dbias.beta == 0 ? dbias.out : Tensor::empty({M});
+  detail::gemm_bf16({.trans_a = true, .M = M, .N = N, .K = K, .beta = float(dw.beta), .a = dy.data<float>(),
+                     .lda = dy.strides()[0], .b16 = halves(x), .ldb = ld(x), .c = dw.out.data<float>(),
+                     .ldc = dw.out.strides()[0], .a_sums = sums.defined() ? sums.data<float>() : nullptr},
+                    detail::bf16_threads(M, N, K));
+  dw.out.bump_version();
+  if (!dbias.out.defined()) return;
+  if (dbias.beta != 0) return expand_backward(sums, dbias);  // no axes to sum: out = beta * out + sums
+  dbias.out.bump_version();
+}
+
+void relu_linear_input_grad(const Tensor& dy_in, const Tensor& w, const Bf16Matrix& y, double scale,
+                            const GradOut& dx) {
+  if (!dx.out.defined()) return;
+  check_matrix(y, "relu_linear_input_grad");
+  ROSETTA_CHECK(dy_in.dim() == 2 && w.dim() == 2 && dy_in.shape()[1] == w.shape()[0] && y.rows() == dy_in.shape()[0] &&
+                    y.cols == w.shape()[1],
+                "relu_linear_input_grad: dy ", dy_in.shape(), ", weight ", w.shape(), " and y [", y.rows(), ", ",
+                y.cols, "] are not [M, N], [N, K] and [M, K]");
+  const int64_t M = dy_in.shape()[0], N = w.shape()[1], K = dy_in.shape()[1];  // of dx = dy w
+  if (dx.beta != 0 || !bf16_linear(M, w) || dy_in.dtype() != DType::f32)
+    return relu_linear_input_grad(dy_in, w, y.to_f32(), scale, dx);
+  detail::check_grad_out(dx, {M, N}, DType::f32, "relu_linear_input_grad");
+  const Tensor dy = unit_columns(dy_in);
+  const float* pw = w.data<float>();
+  const detail::PackedB* packed = detail::shared_packing(pw, N, K, N, false);
+  detail::gemm_bf16({.M = M, .N = N, .K = K, .alpha = float(scale), .a = dy.data<float>(), .lda = dy.strides()[0],
+                     .b = packed ? nullptr : pw, .ldb = N, .packed = packed, .c = dx.out.data<float>(), .ldc = N,
+                     .gate16 = halves(y), .ldg = ld(y)},
+                    detail::bf16_threads(M, N, K));
+  dx.out.bump_version();
+}
+
+}  // namespace rosetta
