@@ -1,7 +1,9 @@
 // The training layer (train/): thread replicas of any nn::Module, the Trainer's update
 // (token-weighted shards, clipping, the non-finite policy, the schedule, the moving average),
 // training checkpoints that resume bit for bit, weights files with checksums, the metrics log.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -463,6 +465,69 @@ TEST_CASE("weights files carry a checksum and load into a model of the same arch
     REQUIRE_THAT(b.parameters()[i].data(), AllClose(a.parameters()[i].data(), 0, 0));
   nn::Linear other(nn::LinearOptions(6, 5), g);
   REQUIRE_THROWS_WITH(train::load_model_weights(other, path), Catch::Contains(path));
+  fs::remove_all(dir);
+}
+
+// The checksum files written before "v2:" carry: FNV-1a over each tensor's name (with its NUL),
+// dtype, shape and bytes, in name order, as 16 hex digits.
+std::string fnv_checksum(std::vector<std::pair<std::string, Tensor>> tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](const void* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 0x100000001b3ull;
+  };
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [name, tensor] : tensors) {
+    const Tensor t = tensor.contiguous();
+    mix(name.c_str(), name.size() + 1);
+    const auto dtype = uint8_t(t.dtype());
+    mix(&dtype, 1);
+    for (int64_t d : t.shape()) mix(&d, sizeof d);
+    mix(t.data<float>(), size_t(t.numel()) * sizeof(float));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+TEST_CASE("checksums: v2 finds a flipped byte anywhere; files with the FNV-1a checksum of before still load", "[train]") {
+  const std::string dir = temp_dir("checksums");
+  Generator g(4);
+  // Sizes around the hash's 32-byte stripes and 8-byte words: every tail path.
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (int64_t n : {1, 2, 7, 8, 9, 33, 1000})
+    tensors.emplace_back("t" + std::to_string(n), g.normal({n}, 0.0, 1.0));
+  const std::string sum = train::tensors_checksum(tensors);
+  REQUIRE(sum.rfind("v2:", 0) == 0);
+  REQUIRE(sum.size() == 19);
+  REQUIRE(train::tensors_checksum(tensors) == sum);  // a function of the tensors alone
+  auto renamed = tensors;
+  renamed[0].first = "u1";
+  CHECK(train::tensors_checksum(renamed) != sum);
+  for (auto& [name, t] : tensors)
+    for (int64_t i = 0; i < t.numel(); i += 3) {  // a bit of every third value of every tensor
+      uint32_t bits;
+      std::memcpy(&bits, t.data<float>() + i, 4);
+      const uint32_t flipped = bits ^ (1u << (i % 32));
+      std::memcpy(t.data<float>() + i, &flipped, 4);
+      if (train::tensors_checksum(tensors) == sum) FAIL("a flipped bit at " << name << "[" << i << "] went unseen");
+      std::memcpy(t.data<float>() + i, &bits, 4);
+    }
+  REQUIRE(train::tensors_checksum(tensors) == sum);
+
+  // A file that carries the old checksum loads; with a flipped byte it is refused.
+  const std::string path = dir + "/old.safetensors";
+  Mlp a(g, 1);
+  const nn::NamedTensors weights = a.state_dict();
+  save_safetensors(path, weights, {{train::kChecksumKey, fnv_checksum(weights)}});
+  Generator h(2);
+  Mlp b(h, 2);
+  train::load_model_weights(b, path);
+  for (size_t i = 0; i < a.parameters().size(); ++i)
+    REQUIRE_THAT(b.parameters()[i].data(), AllClose(a.parameters()[i].data(), 0, 0));
+  std::string bytes = read_file(path);
+  bytes[bytes.size() - 3] ^= 0x10;
+  write_file_atomic(path, bytes);
+  REQUIRE_THROWS_WITH(train::load_model_weights(b, path), Catch::Contains(path) && Catch::Contains("corrupted"));
   fs::remove_all(dir);
 }
 

@@ -4,8 +4,10 @@
 #include <stdio.h>  // renameat2, RENAME_EXCHANGE
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -21,6 +23,38 @@ void fnv_mix(uint64_t& h, const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
 }
+// A 64-bit hash of n bytes at 4-8 bytes a cycle (FNV-1a takes ~4 cycles a byte: 0.23 s for a
+// small model's 187 MB checkpoint, every 200 updates): four lanes of 64-bit words, each word
+// multiplied in, rotated and multiplied again (xxHash64's round and final mix), then the tail.
+// Words are read little-endian, so that the hash is the same on any machine.
+uint64_t data_hash(const unsigned char* p, size_t n) {
+  constexpr uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full, P3 = 0x165667B19E3779F9ull,
+                     P4 = 0x85EBCA77C2B2AE63ull, P5 = 0x27D4EB2F165667C5ull;
+  const auto word = [](const unsigned char* q) {
+    uint64_t w;
+    std::memcpy(&w, q, sizeof w);
+    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+    return w;
+  };
+  const auto round = [](uint64_t acc, uint64_t w) { return std::rotl(acc + w * P2, 31) * P1; };
+  uint64_t v[4] = {P1 + P2, P2, 0, 0 - P1};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) v[l] = round(v[l], word(p + i + 8 * l));
+  uint64_t h = std::rotl(v[0], 1) + std::rotl(v[1], 7) + std::rotl(v[2], 12) + std::rotl(v[3], 18) + uint64_t(n);
+  for (; i + 8 <= n; i += 8) h = std::rotl(h ^ round(0, word(p + i)), 27) * P1 + P4;
+  for (; i < n; ++i) h = std::rotl(h ^ (p[i] * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  return h ^ (h >> 32);
+}
+
+// The checksums written before data_hash (FNV-1a over every byte) are 16 hex digits; those since,
+// this prefix and 16 hex digits. Files of either kind are verified.
+constexpr const char* kChecksumV2 = "v2:";
+
 std::string hex16(uint64_t h) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
@@ -86,7 +120,10 @@ std::string bytes_checksum(std::string_view bytes) {
   return hex16(h);
 }
 
-std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+namespace {
+// FNV-1a over each tensor's name, dtype and shape in name order, and over its bytes (v2: over
+// data_hash of them), as 16 hex digits (v2: after kChecksumV2).
+std::string checksum(const std::vector<std::pair<std::string, Tensor>>& tensors, bool v2) {
   uint64_t h = kFnvOffset;
   auto mix = [&h](const void* data, size_t n) { fnv_mix(h, data, n); };
   std::vector<const std::pair<std::string, Tensor>*> order;
@@ -99,15 +136,28 @@ std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& 
     mix(&dtype, 1);
     for (int64_t d : t.shape()) mix(&d, sizeof d);
     const size_t elem = dtype_size(t.dtype());
-    if (t.numel() > 0)
-      mix(static_cast<const char*>(t.storage()->data()) + size_t(t.offset()) * elem, size_t(t.numel()) * elem);
+    if (t.numel() == 0) continue;
+    const auto* bytes = static_cast<const unsigned char*>(t.storage()->data()) + size_t(t.offset()) * elem;
+    const size_t n = size_t(t.numel()) * elem;
+    if (!v2) {
+      mix(bytes, n);
+      continue;
+    }
+    const uint64_t d = data_hash(bytes, n);
+    mix(&d, sizeof d);
   }
-  return hex16(h);
+  return (v2 ? kChecksumV2 : "") + hex16(h);
+}
+}  // namespace
+
+std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  return checksum(tensors, true);
 }
 
 void verify_checksum(const SafeTensors& st, const std::string& path) {
   if (const auto sum = st.metadata.find(kChecksumKey); sum != st.metadata.end()) {
-    const std::string actual = tensors_checksum(st.tensors);
+    const bool v2 = sum->second.rfind(kChecksumV2, 0) == 0;
+    const std::string actual = checksum(st.tensors, v2);
     ROSETTA_CHECK(actual == sum->second, path, ": corrupted: the checksum of its tensors is ", actual,
                   ", the file says ", sum->second);
   }

@@ -16,9 +16,11 @@
 namespace rosetta::train {
 
 // The metadata key of a checkpoint's checksum, and the checksum of its tensors: FNV-1a (64-bit)
-// over each tensor's name, dtype, shape and bytes, in name order, as 16 hex digits. A checkpoint
-// whose metadata holds one is checked against it when loaded, so that flipped bytes in the data
-// section are an error rather than silently wrong weights.
+// over each tensor's name, dtype, shape and a 64-bit hash of its bytes (four lanes of words,
+// ~10x FNV-1a's speed over the bytes themselves), in name order, as "v2:" and 16 hex digits. A
+// checkpoint whose metadata holds one is checked against it when loaded, so that flipped bytes
+// in the data section are an error rather than silently wrong weights; files written before v2
+// (16 hex digits alone: FNV-1a over the bytes) are checked as they were written.
 inline constexpr const char* kChecksumKey = "rosetta.checksum";
 std::string tensors_checksum(const std::vector<std::pair<std::string, Tensor>>& tensors);
 // FNV-1a (64-bit) of bytes, as 16 hex digits.
