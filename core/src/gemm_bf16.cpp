@@ -577,7 +577,9 @@ void run(const Problem& g, int threads) {
 }  // namespace
 
 void gemm_bf16(const Bf16Gemm& g, int threads) {
-  if (!g.a == !g.a16 || (!g.packed && !g.b == !g.b16) || (g.gate && g.gate16))
+  // The operands of an empty product are never read (they may be null).
+  const bool reads = g.M > 0 && g.N > 0 && g.K > 0;
+  if ((reads && (!g.a == !g.a16 || (!g.packed && !g.b == !g.b16))) || (g.gate && g.gate16))
     throw std::logic_error("gemm_bf16: give one of a and a16, of b, b16 and packed, and at most one gate");
   if (g.a_sums && !g.trans_a) throw std::logic_error("gemm_bf16: the row sums of op(A) need trans_a");
   if (g.rounded && (g.trans_a || g.a16)) throw std::logic_error("gemm_bf16: rounded needs a row-major fp32 A");
