@@ -77,13 +77,19 @@ void check_linear(const Shape& x, const Var& weight, const Var& bias, const char
                 (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", W.shape());
 }
 
+// The rows y [rows, out_features] of a linear layer with weight W, shaped as its input x_shape
+// with the last axis out_features.
+Tensor shaped_as_input(const Tensor& y, const Shape& x_shape, const Tensor& W) {
+  Shape out_shape = x_shape;
+  out_shape[out_shape.size() - 1] = W.shape()[0];
+  return y.view(out_shape);
+}
+
 // x2 [rows, in] @ W^T + bias, shaped as x_shape with its last axis out_features.
 Tensor linear_forward(const Tensor& x2, const Shape& x_shape, const Tensor& W, const Var& bias) {
   Tensor y = Tensor::empty({x2.shape()[0], W.shape()[0]}, W.dtype());
   matmul_bias_into(y, x2, W.transpose(0, 1), bias.defined() ? bias.data() : Tensor());
-  Shape out_shape = x_shape;
-  out_shape[out_shape.size() - 1] = W.shape()[0];
-  return y.view(out_shape);
+  return shaped_as_input(y, x_shape, W);
 }
 
 Tensor as_f32(const Tensor& x) { return x; }
@@ -162,9 +168,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   const Tensor x2 = rows(x.data());
   if (keeps_bf16(x2, weight)) {
     Bf16Matrix x16;
-    Shape out_shape = x.shape();
-    out_shape[out_shape.size() - 1] = weight.data().shape()[0];
-    Var out(linear_forward_keeping(x2, weight.data(), bias, x16).view(out_shape));
+    Var out(shaped_as_input(linear_forward_keeping(x2, weight.data(), bias, x16), x.shape(), weight.data()));
     record_linear(out, x, weight, bias, std::move(x16));
     return out;
   }
@@ -196,9 +200,8 @@ Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, c
   if (keeps_bf16(h2, weight)) {
     // The activation is written in bf16 only: its fp32 values are never needed.
     Bf16Matrix a = relu_dropout_bf16(h2, drop ? p : 0.0, seed, offset);
-    Shape out_shape = h.shape();
-    out_shape[out_shape.size() - 1] = weight.data().shape()[0];
-    Var out(linear_bf16(a, weight.data(), bias.defined() ? bias.data() : Tensor()).view(out_shape));
+    Var out(shaped_as_input(linear_bf16(a, weight.data(), bias.defined() ? bias.data() : Tensor()), h.shape(),
+                            weight.data()));
     record_op(out, std::move(a));
     return out;
   }

@@ -13,18 +13,6 @@
 namespace rosetta {
 
 namespace {
-// A Bf16Matrix of rows x cols, uninitialised but for the pad half-word of odd rows.
-Bf16Matrix empty_bf16(int64_t rows, int64_t cols) {
-  Bf16Matrix m{Tensor::empty({rows, (cols + 1) / 2}, DType::i32), cols};
-  if (cols % 2)
-    for (int64_t i = 0; i < rows; ++i) m.words.data<int32_t>()[i * m.words.shape()[1] + cols / 2] = 0;
-  return m;
-}
-
-const uint16_t* halves(const Bf16Matrix& m) { return reinterpret_cast<const uint16_t*>(m.words.data<int32_t>()); }
-uint16_t* halves(Bf16Matrix& m) { return reinterpret_cast<uint16_t*>(m.words.data<int32_t>()); }
-int64_t ld(const Bf16Matrix& m) { return 2 * m.words.shape()[1]; }
-
 // dy (a gradient of rows x columns) with unit column stride: as it is, or copied.
 Tensor unit_columns(const Tensor& t) { return t.strides().back() == 1 && t.strides()[0] >= t.shape()[1] ? t : t.contiguous(); }
 
@@ -46,17 +34,24 @@ Tensor linear_product(int64_t M, const float* a, const uint16_t* a16, int64_t ld
   detail::gemm_bf16({.trans_b = true, .M = M, .N = N, .K = K, .a = a, .a16 = a16, .lda = lda,
                      .b = packed ? nullptr : pw, .ldb = K, .packed = packed, .c = y.data<float>(), .ldc = N,
                      .bias = bias.defined() ? bias.data<float>() : nullptr,
-                     .rounded = rounded ? halves(*rounded) : nullptr, .ld_rounded = rounded ? ld(*rounded) : 0},
+                     .rounded = rounded ? rounded->data() : nullptr, .ld_rounded = rounded ? rounded->ld() : 0},
                     detail::bf16_threads(M, N, K));
   return y;
 }
 }  // namespace
 
+Bf16Matrix Bf16Matrix::empty(int64_t rows, int64_t cols) {
+  Bf16Matrix m{Tensor::empty({rows, (cols + 1) / 2}, DType::i32), cols};
+  if (cols % 2)
+    for (int64_t i = 0; i < rows; ++i) m.data()[i * m.ld() + cols] = 0;
+  return m;
+}
+
 Tensor Bf16Matrix::to_f32() const {
   check_matrix(*this, "Bf16Matrix::to_f32");
-  const int64_t R = rows(), stride = 2 * words.shape()[1];
+  const int64_t R = rows(), stride = ld();
   Tensor out = Tensor::empty({R, cols});
-  const uint16_t* src = halves(*this);
+  const uint16_t* src = data();
   float* dst = out.data<float>();
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < cols; ++j) {
@@ -71,7 +66,7 @@ Tensor linear_keeping_bf16(const Tensor& x, const Tensor& w, const Tensor& bias,
                     x.shape()[1] == w.shape()[1],
                 "linear_keeping_bf16: x ", x.shape(), " and weight ", w.shape(), " are not [M, K] and [N, K] under bf16 products");
   const Tensor a = unit_columns(x);
-  x16 = empty_bf16(a.shape()[0], a.shape()[1]);
+  x16 = Bf16Matrix::empty(a.shape()[0], a.shape()[1]);
   return linear_product(a.shape()[0], a.data<float>(), nullptr, a.strides()[0], w, bias, &x16);
 }
 
@@ -79,7 +74,7 @@ Tensor linear_bf16(const Bf16Matrix& a, const Tensor& w, const Tensor& bias) {
   check_matrix(a, "linear_bf16");
   ROSETTA_CHECK(bf16_linear(a.rows(), w) && a.cols == w.shape()[1], "linear_bf16: input [", a.rows(), ", ", a.cols,
                 "] and weight ", w.shape(), " are not [M, K] and [N, K] under bf16 products");
-  return linear_product(a.rows(), nullptr, halves(a), ld(a), w, bias, nullptr);
+  return linear_product(a.rows(), nullptr, a.data(), a.ld(), w, bias, nullptr);
 }
 
 Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
@@ -88,10 +83,10 @@ Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64
                 " is not an F32 matrix");
   const Tensor x = x_in.contiguous();
   const int64_t R = x.shape()[0], C = x.shape()[1];
-  Bf16Matrix out = empty_bf16(R, C);
+  Bf16Matrix out = Bf16Matrix::empty(R, C);
   const float* px = x.data<float>();
-  uint16_t* po = halves(out);
-  const int64_t ldo = ld(out);
+  uint16_t* po = out.data();
+  const int64_t ldo = out.ld();
   const uint32_t key = detail::dropout_key(seed), threshold = uint32_t(detail::dropout_threshold(p));
   const float scale = float(1.0 / (1.0 - p));
   detail::parallel_rows(R, C, [&](int64_t b, int64_t e) {
@@ -134,7 +129,7 @@ void linear_param_grads(const Tensor& dy_in, const Bf16Matrix& x, const GradOut&
   // The bias gradient is summed as dy is packed for the weight gradient, as the fp32 input's is.
   const Tensor sums = !dbias.out.defined() ? Tensor() : dbias.beta == 0 ? dbias.out : Tensor::empty({M});
   detail::gemm_bf16({.trans_a = true, .M = M, .N = N, .K = K, .beta = float(dw.beta), .a = dy.data<float>(),
-                     .lda = dy.strides()[0], .b16 = halves(x), .ldb = ld(x), .c = dw.out.data<float>(),
+                     .lda = dy.strides()[0], .b16 = x.data(), .ldb = x.ld(), .c = dw.out.data<float>(),
                      .ldc = dw.out.strides()[0], .a_sums = sums.defined() ? sums.data<float>() : nullptr},
                     detail::bf16_threads(M, N, K));
   dw.out.bump_version();
@@ -160,7 +155,7 @@ void relu_linear_input_grad(const Tensor& dy_in, const Tensor& w, const Bf16Matr
   const detail::PackedB* packed = detail::shared_packing(pw, N, K, N, false);
   detail::gemm_bf16({.M = M, .N = N, .K = K, .alpha = float(scale), .a = dy.data<float>(), .lda = dy.strides()[0],
                      .b = packed ? nullptr : pw, .ldb = N, .packed = packed, .c = dx.out.data<float>(), .ldc = N,
-                     .gate16 = halves(y), .ldg = ld(y)},
+                     .gate16 = y.data(), .ldg = y.ld()},
                     detail::bf16_threads(M, N, K));
   dx.out.bump_version();
 }

@@ -597,14 +597,6 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
             threads);
 }
 
-void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* a,
-                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
-                   const PackedB* packed) {
-  gemm_bf16({.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
-             .a16 = a, .lda = lda, .b = packed ? nullptr : b, .ldb = ldb, .packed = packed, .c = c, .ldc = ldc},
-            threads);
-}
-
 ROSETTA_BF16_TARGET void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 k = first_lanes(n - j);
@@ -737,8 +729,6 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                int64_t, float, float*, int64_t, int, const float*, float*, const float*, int64_t) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
-void gemm_bf16_a16(bool, bool, int64_t, int64_t, int64_t, float, const uint16_t*, int64_t, const float*, int64_t,
-                   float, float*, int64_t, int, const PackedB*) {}
 void round_to_bf16(const float*, uint16_t*, float*, int64_t) {}
 void gemm_bf16(const Bf16Gemm&, int) {}
 double time_bf16_dots(int64_t) { return 0; }

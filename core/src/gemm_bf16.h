@@ -37,17 +37,10 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
                       const PackedB& b, float beta, float* c, int64_t ldc, int threads,
                       const float* bias = nullptr, const float* gate = nullptr, int64_t ldg = 0);
 
-// As gemm_bf16 (or gemm_bf16_packed, where `packed` is given: then b and trans_b are unused)
-// with A already in bf16: the upper halves of fp32 values, as round_to_bf16 stores them; lda
-// counts bf16 values. Packing A rounds nothing, and reads half the bytes.
-void gemm_bf16_a16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t* a,
-                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc, int threads,
-                   const PackedB* packed = nullptr);
-
-// One bf16 product with all that the functions above take, and more: B already in bf16 (b16,
-// ldb counting bf16 values), a gate in bf16 (gate16, rows ldg values apart), and A's values kept
-// as the product rounded them (`rounded`: op(A) of M x K in bf16, rows ld_rounded values apart;
-// fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
+// One bf16 product with all that the functions above take, and more: A or B already in bf16
+// (a16, b16; lda, ldb counting bf16 values), a gate in bf16 (gate16, rows ldg values apart), and
+// A's values kept as the product rounded them (`rounded`: op(A) of M x K in bf16, rows
+// ld_rounded values apart; fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
 // fp32 values, as round_to_bf16 stores them: nothing is rounded twice, so a product of rounded
 // operands equals the product of the fp32 ones they came from, bit for bit.
 struct Bf16Gemm {

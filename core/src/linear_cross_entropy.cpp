@@ -22,9 +22,6 @@ namespace {
 // 256 rows: 28.6 / 27.0 / 25.8 / 25.6 ms.
 constexpr int64_t kLossRows = 128;
 
-// A Bf16Matrix's words per row (two values each).
-int64_t row_words(int64_t cols) { return (cols + 1) / 2; }
-
 // One row of logits x (V of them, target t) in place of its loss's gradient per unit of g / count,
 // softmax(x) - uniform - hit * onehot(t); returns its loss, as cross_entropy_forward takes it. One exponential
 // per element (cross_entropy_backward takes a second), 512-bit vectors where the CPU has them
@@ -66,11 +63,10 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
   const int32_t* pt = targets.data<int32_t>();
   const int64_t count = detail::count_ce_targets(pt, N, V, ignore_index);
 
-  const int64_t blocks = (N + kLossRows - 1) / kLossRows, words = row_words(V);
+  const int64_t blocks = (N + kLossRows - 1) / kLossRows;
   const int threads = int(std::min<int64_t>(detail::bf16_threads(N, V, K), blocks));
-  Tensor grad = Tensor::empty({N, words}, DType::i32);
-  // x as the blocks' products round it, for the weight's gradient (the pad of odd K zeroed).
-  Tensor input = K % 2 ? Tensor::zeros({N, row_words(K)}, DType::i32) : Tensor::empty({N, row_words(K)}, DType::i32);
+  // The logits' gradient, and x as the blocks' products round it (for the weight's gradient).
+  Bf16Matrix grad = Bf16Matrix::empty(N, V), input = Bf16Matrix::empty(N, K);
   Tensor sums = bias.defined() ? Tensor::zeros({blocks, V}) : Tensor();  // per block, summed in order
   Tensor losses = Tensor::empty({blocks}, DType::f64);
   Tensor logits = Tensor::empty({threads, kLossRows, V});
@@ -84,8 +80,8 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
     packed = &own;
   }
   const float *px = x.data<float>(), *pb = bias.defined() ? bias.data<float>() : nullptr;
-  auto* pg = reinterpret_cast<uint16_t*>(grad.data<int32_t>());
-  auto* pin = reinterpret_cast<uint16_t*>(input.data<int32_t>());
+  uint16_t *pg = grad.data(), *pin = input.data();
+  const int64_t ldg = grad.ld(), ldin = input.ld();
   float* ps = sums.defined() ? sums.data<float>() : nullptr;
   double* pl = losses.data<double>();
   const float uniform = float(smoothing / double(V)), hit = float(1.0 - smoothing);
@@ -94,20 +90,19 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
     const int64_t r0 = blk * kLossRows, rows = std::min(kLossRows, N - r0);
     float* L = logits.data<float>() + int64_t(omp_get_thread_num()) * kLossRows * V;
     detail::gemm_bf16({.M = rows, .N = V, .K = K, .a = px + r0 * K, .lda = K, .packed = packed, .c = L, .ldc = V,
-                       .bias = pb, .rounded = pin + r0 * 2 * row_words(K), .ld_rounded = 2 * row_words(K)},
+                       .bias = pb, .rounded = pin + r0 * ldin, .ld_rounded = ldin},
                       1);
     double total = 0;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = r0 + r;
-      uint16_t* g = pg + i * 2 * words;
+      uint16_t* g = pg + i * ldg;
       if (pt[i] == ignore_index) {
-        std::fill(g, g + 2 * words, uint16_t(0));
+        std::fill(g, g + V, uint16_t(0));
         continue;
       }
       float* row = L + r * V;
       total += ce_row_in_place(row, V, pt[i], smoothing, uniform, hit);
       detail::round_to_bf16(row, g, ps ? ps + blk * V : nullptr, V);
-      if (V % 2) g[V] = 0;
     }
     pl[blk] = total;
   }
@@ -120,8 +115,7 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
     for (int64_t b = 1; b < blocks; ++b)
       for (int64_t j = 0; j < V; ++j) out[j] += ps[b * V + j];
   }
-  return {Tensor::scalar(count > 0 ? total / double(count) : 0.0, DType::f32), {grad, V}, bias_grad, count,
-          {input, K}};
+  return {Tensor::scalar(count > 0 ? total / double(count) : 0.0, DType::f32), grad, bias_grad, count, input};
 }
 
 void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tensor& w, double g, const GradOut& dx,
@@ -132,9 +126,8 @@ void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tens
                 "linear_cross_entropy_backward: weight ", w.shape(), " is not the forward's");
   const int64_t N = r.input.rows(), K = r.input.cols, V = w.shape()[0];
   const float s = r.count > 0 ? float(g / double(r.count)) : 0.0f;
-  const auto* pg = reinterpret_cast<const uint16_t*>(r.grad.words.data<int32_t>());
-  const auto* px = reinterpret_cast<const uint16_t*>(r.input.words.data<int32_t>());
-  const int64_t ldg = 2 * row_words(V), ldx = 2 * row_words(K);
+  const uint16_t *pg = r.grad.data(), *px = r.input.data();
+  const int64_t ldg = r.grad.ld(), ldx = r.input.ld();
   // Into out's buffer where it is a dense row-major [rows, cols], else through a temporary.
   const auto product = [&](const GradOut& d, const Shape& shape, auto gemm) {
     if (!d.out.defined()) return;
@@ -150,8 +143,10 @@ void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tens
   };
   // dx = s grad @ w: w as op(B) of V x K, rows K apart (the replicas' shared packing of dy @ w).
   product(dx, {N, K}, [&](float* c, float beta) {
-    detail::gemm_bf16_a16(false, false, N, K, V, s, pg, ldg, w.data<float>(), K, beta, c, K,
-                          detail::bf16_threads(N, K, V), detail::shared_packing(w.data<float>(), K, V, K, false));
+    const detail::PackedB* packed = detail::shared_packing(w.data<float>(), K, V, K, false);
+    detail::gemm_bf16({.M = N, .N = K, .K = V, .alpha = s, .beta = beta, .a16 = pg, .lda = ldg,
+                       .b = packed ? nullptr : w.data<float>(), .ldb = K, .packed = packed, .c = c, .ldc = K},
+                      detail::bf16_threads(N, K, V));
   });
   // dw = s grad^T @ x: grad's columns are op(A)'s rows, x as the forward rounded it.
   product(dw, {V, K}, [&](float* c, float beta) {

@@ -139,8 +139,13 @@ void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, 
 struct Bf16Matrix {
   Tensor words;  // I32 [rows, (cols + 1) / 2]
   int64_t cols = 0;
+  // rows x cols, uninitialised but for the pad half-words.
+  static Bf16Matrix empty(int64_t rows, int64_t cols);
   bool defined() const { return words.defined(); }
   int64_t rows() const { return words.shape()[0]; }
+  int64_t ld() const { return 2 * words.shape()[1]; }  // values from one row to the next
+  const uint16_t* data() const { return reinterpret_cast<const uint16_t*>(words.data<int32_t>()); }
+  uint16_t* data() { return reinterpret_cast<uint16_t*>(words.data<int32_t>()); }
   Tensor to_f32() const;  // F32 [rows, cols]: the bf16 values, exactly
 };
 // A linear layer of weight w [N, K] over `rows` rows runs its products in bf16 (bf16 precision
