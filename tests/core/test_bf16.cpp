@@ -165,7 +165,8 @@ TEST_CASE("a linear layer's weight and bias gradients in one pass: the bias summ
   // {rows, in, out}: C split over rows of dW (out >= in) or over its columns (out < in: one
   // thread sums), K over one or more packed blocks of k (512 for the AVX-512 kernel, 2048 for
   // AMX tiles: 1250 is three of the first, 4500 three of the second), out not a multiple of the
-  // micro-tile.
+  // micro-tile; on AMX tiles, {1000, 2048, 40}'s columns in four panels of B (k <= 1024: 1 MiB
+  // each), the sums taken in the first.
   for (const auto& [rows, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {1250, 256, 1024}, {1000, 2048, 40}, {1100, 64, 37}, {40, 256, 5000}, {4500, 48, 70}}) {
     INFO("linear " << rows << " x " << in << " -> " << out);
