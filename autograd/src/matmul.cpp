@@ -98,8 +98,8 @@ Tensor as_f32(const Bf16Matrix& x) { return x.to_f32(); }
 // dW += dy^T @ x2 and dbias += sum_rows(dy), into the node's inputs 1 and 2; x2 fp32 or kept in
 // bf16 (Bf16Matrix).
 template <class X>
-void linear_weight_grads(Node& n, const Tensor& dy, const X& x2) {
-  GradDest dw = n.grad_dest(1), db = n.grad_dest(2);
+void linear_weight_grads(Node& n, const Tensor& dy, const X& x2, size_t w = 1, size_t b = 2) {
+  GradDest dw = n.grad_dest(w), db = n.grad_dest(b);
   if (!dw.out.defined() || dw.out.strides().back() == 1) {
     linear_param_grads(dy, x2, dw, db);
   } else {
@@ -209,6 +209,47 @@ Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, c
   const Tensor a2 = rows(a);
   Var out(linear_forward(a2, h.shape(), weight.data(), bias));
   record_op(out, Saved(a2));
+  return out;
+}
+
+Var linear_relu_dropout_linear(const Var& x, const Var& w1, const Var& b1, double p, Generator& gen, bool training,
+                               const Var& w2, const Var& b2) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  check_linear(x.shape(), w1, b1, "linear_relu_dropout_linear");
+  Shape hidden = x.shape();
+  hidden.resize(hidden.size() - 1);
+  hidden.push_back(w1.shape()[0]);
+  check_linear(hidden, w2, b2, "linear_relu_dropout_linear");
+  const Tensor x2 = rows(x.data());
+  const int64_t R = x2.shape()[0], F = w1.shape()[0];
+  // Where the two ops would keep their inputs in bf16 (so their products are the fused ones').
+  if (!keeps_bf16(x2, w1) || !linear_relu_dropout_fusable(x2, w1.data()) || !w2.requires_grad() ||
+      !bf16_linear(R, w2.data()))
+    return relu_dropout_linear(linear(x, w1, b1), p, gen, training, w2, b2);
+  const bool drop = training && p > 0.0;
+  const double scale = drop ? 1.0 / (1.0 - p) : 1.0;  // as relu_dropout_linear rounds it
+  const uint64_t seed = drop ? gen.seed() : 0, offset = drop ? gen.reserve(uint64_t(R * F)) : 0;
+  Bf16Matrix x16;
+  Bf16Matrix a = linear_relu_dropout_bf16(x2, w1.data(), b1.defined() ? b1.data() : Tensor(), drop ? p : 0.0, seed,
+                                          offset, x16);
+  Var out(shaped_as_input(linear_bf16(a, w2.data(), b2.defined() ? b2.data() : Tensor()), hidden, w2.data()));
+  record(out, "linear_relu_dropout_linear", {&x, &w1, &b1, &w2, &b2},
+         [x16 = std::move(x16), a = std::move(a), sw1 = Saved(w1.data()), sw2 = Saved(w2.data()), scale, R,
+          F](const Tensor& dy_in, Node& n) {
+           const Tensor dy = rows(dy_in);
+           // The second layer as relu_dropout_linear's backward, then the first as linear's.
+           Tensor dh;
+           if (n.needs(0) || n.needs(1) || n.needs(2)) {
+             dh = Tensor::empty({R, F});
+             relu_linear_input_grad(dy, sw2.get(), a, scale, {dh, 0.0});
+           }
+           linear_weight_grads(n, dy, a, 3, 4);
+           if (!dh.defined()) return;
+           GradDest dx = n.grad_dest(0);
+           if (dx.out.defined()) mm_into(rows(dx.out), dh, sw1.get(), 1.0, dx.beta);
+           linear_weight_grads(n, dh, x16, 1, 2);
+           dx.commit();
+         });
   return out;
 }
 

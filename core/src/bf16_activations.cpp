@@ -77,6 +77,36 @@ Tensor linear_bf16(const Bf16Matrix& a, const Tensor& w, const Tensor& bias) {
   return linear_product(a.rows(), nullptr, a.data(), a.ld(), w, bias, nullptr);
 }
 
+bool linear_relu_dropout_fusable(const Tensor& x, const Tensor& w) {
+  return x.dim() == 2 && x.dtype() == DType::f32 && bf16_linear(x.shape()[0], w) && x.shape()[1] == w.shape()[1] &&
+         detail::gemm_bf16_one_block(x.shape()[1]);
+}
+
+Bf16Matrix linear_relu_dropout_bf16(const Tensor& x, const Tensor& w, const Tensor& bias, double p, uint64_t seed,
+                                    uint64_t offset, Bf16Matrix& x16) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  ROSETTA_CHECK(linear_relu_dropout_fusable(x, w), "linear_relu_dropout_bf16: x ", x.shape(), " and weight ",
+                w.shape(), " are not [M, K] and [N, K] under bf16 products of one block of k");
+  const int64_t M = x.shape()[0], N = w.shape()[0], K = w.shape()[1];
+  ROSETTA_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.shape() == Shape{N} && bias.is_contiguous()),
+                "linear_relu_dropout_bf16: bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ",
+                w.shape());
+  const Tensor a = unit_columns(x);
+  x16 = Bf16Matrix::empty(M, K);
+  Bf16Matrix out = Bf16Matrix::empty(M, N);
+  // As relu_dropout_bf16 takes p, seed and offset.
+  const detail::ReluDropout16 rd{.out = out.data(), .ld = out.ld(), .key = detail::dropout_key(seed),
+                                 .threshold = p > 0 ? uint32_t(detail::dropout_threshold(p)) : 0,
+                                 .scale = p > 0 ? float(1.0 / (1.0 - p)) : 1.0f, .offset = offset};
+  const float* pw = w.data<float>();
+  const detail::PackedB* packed = detail::shared_packing(pw, K, K, N, true);
+  detail::gemm_bf16({.trans_b = true, .M = M, .N = N, .K = K, .a = a.data<float>(), .lda = a.strides()[0],
+                     .b = packed ? nullptr : pw, .ldb = K, .packed = packed, .bias = bias.defined() ? bias.data<float>() : nullptr,
+                     .rounded = x16.data(), .ld_rounded = x16.ld(), .relu_dropout = &rd},
+                    detail::bf16_threads(M, N, K));
+  return out;
+}
+
 Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   ROSETTA_CHECK(x_in.dim() == 2 && x_in.dtype() == DType::f32, "relu_dropout_bf16: x ", x_in.shape(),

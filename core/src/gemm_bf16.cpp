@@ -43,6 +43,7 @@
 #include <type_traits>
 
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/ops.h"
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -266,6 +267,44 @@ ROSETTA_BF16_TARGET inline void store_lanes(__m512 acc, float* ci, __mmask16 k, 
   _mm512_mask_storeu_ps(ci, k, r);
 }
 
+// Where a tile's product goes instead of C (Bf16Gemm::relu_dropout): the output and the tile's
+// first row and column in the M x N product (the dropout's counters count its elements).
+struct Out16 {
+  const ReluDropout16* rd = nullptr;
+  int64_t N = 0, row = 0, col = 0;
+  explicit operator bool() const { return rd != nullptr; }
+};
+
+// MurmurHash3's finaliser on 16 lanes (fmix32).
+ROSETTA_BF16_TARGET inline __m512i fmix32_lanes(__m512i h) {
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0x85ebca6bu)));
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 13));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0xc2b2ae35u)));
+  return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+}
+
+// Row i, columns j .. j + 15 (the first of k) of a tile's product: alpha * acc (+ bias), through
+// the relu and the dropout of o, in bf16. The dropout's hash of element n = offset + row * N +
+// col, as dropout_hash computes it (lanes past a multiple of 2^32 take the next high word).
+ROSETTA_BF16_TARGET inline void store_relu_dropout(__m512 acc, const Out16& o, int i, int j, __mmask16 k,
+                                                   float alpha, const float* bias) {
+  __m512 r = _mm512_mul_ps(_mm512_set1_ps(alpha), acc);
+  if (bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(k, bias));
+  const ReluDropout16& rd = *o.rd;
+  const uint64_t c0 = rd.offset + uint64_t((o.row + i) * o.N + o.col + j);
+  const __m512i lo0 = _mm512_set1_epi32(int(uint32_t(c0)));
+  const __m512i lo = _mm512_add_epi32(lo0, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+  const __mmask16 wrapped = _mm512_cmplt_epu32_mask(lo, lo0);
+  const __m512i hi = _mm512_mask_blend_epi32(wrapped, _mm512_set1_epi32(int(fmix32(uint32_t(c0 >> 32) ^ rd.key))),
+                                             _mm512_set1_epi32(int(fmix32(uint32_t((c0 >> 32) + 1) ^ rd.key))));
+  const __m512i h = fmix32_lanes(_mm512_xor_si512(_mm512_mullo_epi32(lo, _mm512_set1_epi32(int(0x9E3779B1u))), hi));
+  const __mmask16 keep = _mm512_cmpge_epu32_mask(h, _mm512_set1_epi32(int(rd.threshold)));
+  const __m512 relu = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_GT_OQ), r);
+  const __m512 v = _mm512_mul_ps(relu, _mm512_maskz_mov_ps(keep, _mm512_set1_ps(rd.scale)));
+  _mm256_mask_storeu_epi16(rd.out + (o.row + i) * rd.ld + o.col + j, k, (__m256i)_mm512_cvtneps_pbh(v));
+}
+
 // C tile (m x n of MR x NR, m <= Rows) = alpha * A_panel . B_sliver (+ bias, a row of n added
 // to every row, when given) + beta * C tile, over kp pairs; 0 where the gate tile (when given)
 // is not > 0. Only the panel's first Rows rows are multiplied (a panel's rows are
@@ -273,7 +312,8 @@ ROSETTA_BF16_TARGET inline void store_lanes(__m512 acc, float* ci, __mmask16 k, 
 // products have a few) costs what its rows need.
 template <int Rows>
 ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                                      int m, int n, float alpha, float beta, const float* bias, const Gate& gate) {
+                                      int m, int n, float alpha, float beta, const float* bias, const Gate& gate,
+                                      const Out16& out16) {
   static_assert(Rows >= 1 && Rows <= MR);
   __m512 acc[Rows][NV];
 #pragma GCC unroll 16
@@ -298,7 +338,8 @@ ROSETTA_BF16_TARGET void micro_kernel(int64_t kp, const uint32_t* a, const uint3
     for (int v = 0; v < NV; ++v) {
       const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
-      store_lanes(acc[i][v], c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
+      if (out16) store_relu_dropout(acc[i][v], out16, i, 16 * v, k, alpha, bias ? bias + 16 * v : nullptr);
+      else store_lanes(acc[i][v], c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
     }
   }
 }
@@ -403,6 +444,12 @@ ROSETTA_BF16_TARGET inline void prefetch_rows(const float* p, int64_t ld, int ro
   }
 }
 
+// Prefetches the bf16 output of a tile's `rows` rows (one cache line each).
+ROSETTA_BF16_TARGET inline void prefetch_rows16(const Out16& o, int rows) {
+  for (int r = 0; r < rows; ++r)
+    _mm_prefetch(reinterpret_cast<const char*>(o.rd->out + (o.row + r) * o.rd->ld + o.col), _MM_HINT_T0);
+}
+
 // acc (AMR x NR, rows NR apart) = A panel (AMR rows of ks pairs) . B sliver (ks pairs x NR), on
 // the tiles configure_tiles() set up.
 ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t* b, float* acc) {
@@ -446,13 +493,14 @@ void amx_kernel_model(int64_t ks, const uint32_t* a, const uint32_t* b, float* a
 
 // C tile (m x n of AMR x NR) from acc, through the epilogue of the AVX-512 kernel.
 ROSETTA_BF16_TARGET void store_amx_tile(const float* acc, float* c, int64_t ldc, int m, int n, float alpha,
-                                        float beta, const float* bias, const Gate& gate) {
+                                        float beta, const float* bias, const Gate& gate, const Out16& out16) {
   for (int i = 0; i < m; ++i)
     for (int v = 0; v < NV; ++v) {
       const __mmask16 k = first_lanes(n - 16 * v);
       if (!k) break;
-      store_lanes(_mm512_loadu_ps(acc + i * NR + 16 * v), c + i * ldc + 16 * v, k, alpha, beta,
-                  bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
+      const __m512 sums = _mm512_loadu_ps(acc + i * NR + 16 * v);
+      if (out16) store_relu_dropout(sums, out16, i, 16 * v, k, alpha, bias ? bias + 16 * v : nullptr);
+      else store_lanes(sums, c + i * ldc + 16 * v, k, alpha, beta, bias ? bias + 16 * v : nullptr, gate.at(i, 16 * v));
     }
 }
 
@@ -527,25 +575,27 @@ ROSETTA_AMX_TARGET void compute(const Problem& g, int64_t m0, int64_t m1, int64_
         if (g.a16) pack_a(g.a16);
         else pack_a(g.a);
         const auto tile = [&](int64_t i, int64_t j) {
-            const int m = int(std::min<int64_t>(mr, mc - i)), n = int(std::min<int64_t>(NR, nc - j));
-            float* c = g.c + (ic + i) * g.ldc + jc + j;
-            const Gate gate = Gate{g.gate, g.gate16, g.ldg}.at(ic + i, jc + j);
-            if constexpr (Amx) {
-              // The epilogue writes the C tile (and reads it where beta != 0: gradients added
-              // to, blocks of k after the first) and reads the gate tile: their lines are
-              // fetched while the tiles multiply. A bf16 training step's products mostly write
-              // C where it is not in cache; on a 2-core Xeon with AMX this took ~2% off the
-              // small preset's step for C read and the gate, and ~2% more for C written.
-              prefetch_rows(c, g.ldc, m);
-              if (gate) gate.prefetch(m);
-              if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
-              else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
-              store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate);
-            } else {
-              const auto kernel = m <= 4 ? micro_kernel<4> : m <= 8 ? micro_kernel<8> : micro_kernel<MR>;
-              kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta,
-                     bias ? bias + j : nullptr, gate);
-            }
+          const int m = int(std::min<int64_t>(mr, mc - i)), n = int(std::min<int64_t>(NR, nc - j));
+          float* c = g.c ? g.c + (ic + i) * g.ldc + jc + j : nullptr;
+          const Gate gate = Gate{g.gate, g.gate16, g.ldg}.at(ic + i, jc + j);
+          const Out16 out16{g.relu_dropout, g.N, ic + i, jc + j};
+          if constexpr (Amx) {
+            // The epilogue writes the C tile (and reads it where beta != 0: gradients added
+            // to, blocks of k after the first) and reads the gate tile: their lines are
+            // fetched while the tiles multiply. A bf16 training step's products mostly write
+            // C where it is not in cache; on a 2-core Xeon with AMX this took ~2% off the
+            // small preset's step for C read and the gate, and ~2% more for C written.
+            if (c) prefetch_rows(c, g.ldc, m);
+            else prefetch_rows16(out16, m);
+            if (gate) gate.prefetch(m);
+            if (model) amx_kernel_model(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+            else amx_kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, acc);
+            store_amx_tile(acc, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr, gate, out16);
+          } else {
+            const auto kernel = m <= 4 ? micro_kernel<4> : m <= 8 ? micro_kernel<8> : micro_kernel<MR>;
+            kernel(ks, ap + i * ks, bp + (j / NR) * ks * NR, c, g.ldc, m, n, g.alpha, beta, bias ? bias + j : nullptr,
+                   gate, out16);
+          }
         };
         // AVX-512, and AMX tiles with long k: the B sliver stays in L1 while the A panels stream
         // from L2. AMX tiles with short k: the A panel stays while the B slivers stream, so that
@@ -616,8 +666,13 @@ void gemm_bf16(const Bf16Gemm& g, int threads) {
   if (g.rounded && (g.trans_a || g.a16)) throw std::logic_error("gemm_bf16: rounded needs a row-major fp32 A");
   if (g.packed && (g.packed->K != g.K || g.packed->N != g.N))
     throw std::logic_error("gemm_bf16: B packed for another shape");
+  if (g.relu_dropout && (g.c || g.beta != 0.0f || g.gate || g.gate16 || g.K == 0 || !gemm_bf16_one_block(g.K) ||
+                         (g.packed && g.packed->amx != gemm_bf16_amx())))
+    throw std::logic_error("gemm_bf16: a relu and dropout epilogue writes no C, and needs beta 0, no gate and K in one block of k");
   run(g, threads);
 }
+
+bool gemm_bf16_one_block(int64_t K) { return K <= block_k(gemm_bf16_amx()); }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
@@ -761,6 +816,7 @@ void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64
                int64_t, float, float*, int64_t, int, const float*, float*, const float*, int64_t) {}
 void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&) {}
 void round_to_bf16(const float*, uint16_t*, float*, int64_t) {}
+bool gemm_bf16_one_block(int64_t) { return false; }
 void gemm_bf16(const Bf16Gemm&, int) {}
 double time_bf16_dots(int64_t) { return 0; }
 double time_fp32_fmas(int64_t) { return 0; }

@@ -43,6 +43,18 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
 // ld_rounded values apart; fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
 // fp32 values, as round_to_bf16 stores them: nothing is rounded twice, so a product of rounded
 // operands equals the product of the fp32 ones they came from, bit for bit.
+// A relu and a dropout applied to a product as it is stored, written in bf16 instead of C
+// (Bf16Gemm::relu_dropout): element (i, j) of the M x N product v becomes
+// (v > 0 ? v : 0) * (keep ? scale : 0), keep where dropout_hash(key, offset + i * N + j) >=
+// threshold, rounded to bf16 at out[i * ld + j]: what relu_dropout_bf16 makes of the fp32 product.
+struct ReluDropout16 {
+  uint16_t* out = nullptr;
+  int64_t ld = 0;
+  uint32_t key = 0, threshold = 0;  // threshold 0 and scale 1: relu alone
+  float scale = 1.0f;
+  uint64_t offset = 0;
+};
+
 struct Bf16Gemm {
   bool trans_a = false, trans_b = false;
   int64_t M = 0, N = 0, K = 0;
@@ -63,8 +75,14 @@ struct Bf16Gemm {
   int64_t ldg = 0;
   uint16_t* rounded = nullptr;  // receives op(A) in bf16
   int64_t ld_rounded = 0;
+  // Instead of C (c null): the product (+ bias) through a relu and a dropout, in bf16. Needs beta
+  // 0, no gate, and K within one block of k (gemm_bf16_one_block).
+  const ReluDropout16* relu_dropout = nullptr;
 };
 void gemm_bf16(const Bf16Gemm& g, int threads);
+
+// K is summed in one block of k by the kernels in use, as an epilogue of a relu and dropout needs.
+bool gemm_bf16_one_block(int64_t K);
 
 // dst[j] = src[j] rounded to bf16 (nearest even, as the GEMMs round their operands) for j < n,
 // and sums[j] += src[j] where sums is given.

@@ -73,13 +73,13 @@ FeedForward::FeedForward(int64_t dim, int64_t ff_dim, Activation act, double p,
 }
 
 Var FeedForward::forward(const Var& x) const {
-  const Var h = linear1->forward(x);
   // relu, dropout and linear2 as one op keep one [B, T, F] activation for the backward pass, not
-  // two, and take relu's gradient as linear2's input gradient is stored.
+  // two, and take relu's gradient as linear2's input gradient is stored; with linear1 too, the
+  // activation is written (in bf16) as linear1's product is stored.
   if (act_ == Activation::relu)
-    return relu_dropout_linear(h, dropout_->p(), dropout_->generator(), dropout_->is_training(), linear2->weight,
-                               linear2->bias);
-  return linear2->forward(dropout_->forward(gelu(h)));
+    return linear_relu_dropout_linear(x, linear1->weight, linear1->bias, dropout_->p(), dropout_->generator(),
+                                      dropout_->is_training(), linear2->weight, linear2->bias);
+  return linear2->forward(dropout_->forward(gelu(linear1->forward(x))));
 }
 
 }  // namespace rosetta::nn

@@ -5,6 +5,7 @@
 // each also backward twice through a retained graph (see gradcheck.h).
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "rosetta/autograd/autograd.h"
 #include "rosetta/core/cpu.h"
@@ -330,6 +331,51 @@ TEST_CASE("under bf16, linear layers keep their inputs in bf16: the fp32 inputs'
   matmul_bias_into(want, xs.reshape({80, 64}), w1.transpose(0, 1), Tensor());
   CHECK(equal_values(second.data().reshape({80, 96}), want));
   CHECK(!equal_values(first.data(), second.data()));
+}
+
+TEST_CASE("linear_relu_dropout_linear: relu_dropout_linear(linear(...))'s values, gradients and draws, to the bit", "[gradcheck]") {
+  Generator gen(13);
+  const Tensor x = gen.normal({2, 40, 64}, 0.0, 1.0), w1 = gen.normal({96, 64}, 0.0, 0.1),
+               w2 = gen.normal({64, 96}, 0.0, 0.1), b1 = gen.normal({96}, 0.0, 1.0), b2 = gen.normal({64}, 0.0, 1.0),
+               up = gen.normal({2, 40, 64}, 0.0, 1.0);
+  // bf16 (the hidden layer written by the first product, where the CPU has bf16 products) and
+  // fp32 (the two ops themselves); with and without biases; x with and without a gradient.
+  for (const Precision precision : {Precision::bf16, Precision::fp32}) {
+    if (precision == Precision::bf16 && !bf16_supported()) continue;
+    const MatmulPrecisionScope scope(precision);
+    for (const bool training : {true, false})
+      for (const bool biases : {true, false})
+        for (const bool x_grad : {true, false}) {
+          INFO("bf16 " << (precision == Precision::bf16) << " training " << training << " biases " << biases
+                       << " x_grad " << x_grad);
+          Generator ga(3), gb(3);
+          Var xa(x, x_grad), xb(x, x_grad), w1a(w1, true), w1b(w1, true), w2a(w2, true), w2b(w2, true);
+          Var b1a = biases ? Var(b1, true) : Var(), b1b = biases ? Var(b1, true) : Var(),
+              b2a = biases ? Var(b2, true) : Var(), b2b = biases ? Var(b2, true) : Var();
+          const Var fused = linear_relu_dropout_linear(xa, w1a, b1a, 0.2, ga, training, w2a, b2a);
+          const Var composed = relu_dropout_linear(linear(xb, w1b, b1b), 0.2, gb, training, w2b, b2b);
+          REQUIRE(ga.counter() == gb.counter());
+          // One op where it writes the hidden layer in bf16; the two ops' own otherwise.
+          CHECK(std::string(fused.meta()->grad_fn->name) ==
+                (precision == Precision::bf16 ? "linear_relu_dropout_linear" : "relu_dropout_linear"));
+          REQUIRE(fused.shape() == composed.shape());
+          REQUIRE(equal_values(fused.data(), composed.data()));
+          sum(fused * Var(up)).backward();
+          sum(composed * Var(up)).backward();
+          CHECK(equal_values(w1a.grad(), w1b.grad()));
+          CHECK(equal_values(w2a.grad(), w2b.grad()));
+          if (biases) {
+            CHECK(equal_values(b1a.grad(), b1b.grad()));
+            CHECK(equal_values(b2a.grad(), b2b.grad()));
+          }
+          if (x_grad) CHECK(equal_values(xa.grad(), xb.grad()));
+        }
+  }
+  Generator g(1);
+  CHECK_THROWS_WITH(linear_relu_dropout_linear(Var(x), Var(w1), Var(), 0.1, g, true, Var(Tensor::zeros({64, 95})), Var()),
+                    Catch::Contains("linear_relu_dropout_linear: input [2, 40, 96] does not match weight [64, 95]"));
+  CHECK_THROWS_WITH(linear_relu_dropout_linear(Var(x), Var(w1), Var(), 1.5, g, true, Var(w2), Var()),
+                    Catch::Contains("probability 1.5"));
 }
 
 TEST_CASE("gradcheck: dropout_add equals residual + dropout(x), values and gradients", "[gradcheck]") {

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/ops.h"
@@ -352,6 +353,69 @@ TEST_CASE("inputs kept in bf16 (Bf16Matrix) give the products of the fp32 inputs
   CHECK_THROWS_WITH(relu_dropout_bf16(Tensor::zeros({4, 4}), 1.0, 1, 0), Catch::Contains("probability 1"));
   CHECK_THROWS_WITH(linear_param_grads(Tensor::zeros({4, 3}), Bf16Matrix(), {}, {}),
                     Catch::Contains("linear_param_grads: not a Bf16Matrix"));
+}
+
+namespace {
+// The first row and column where two bf16 matrices of the same shape differ, or "" (a message
+// for a failed check that does not print millions of values).
+std::string first_difference(const Bf16Matrix& a, const Bf16Matrix& b) {
+  if (a.rows() != b.rows() || a.cols != b.cols) return "shapes differ";
+  for (int64_t i = 0; i < a.rows(); ++i)
+    for (int64_t j = 0; j < a.cols; ++j)
+      if (a.data()[i * a.ld() + j] != b.data()[i * b.ld() + j]) return "row " + std::to_string(i) + ", column " + std::to_string(j);
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a linear layer's product through relu and dropout straight into bf16: relu_dropout_bf16 of it, to the bit", "[bf16]") {
+  if (skipped_without_bf16()) return;
+  Generator g(41);
+  const int threads = get_num_threads();
+  // {rows, in, out}: the small preset's feed-forward layer (C split over rows), an odd output
+  // width (a row's last word half padding) and odd input width off every tile, and more outputs
+  // than rows and than one panel of B (C split over columns; two panels on AMX tiles).
+  for (const auto& [r, i, o] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1250, 256, 1024}, {37, 333, 71}, {64, 48, 9000}}) {
+    const int64_t rows = r, in = i, out = o;
+    INFO("linear " << rows << " x " << in << " -> " << out);
+    const Tensor x = randn(g, {rows, in + 3}).narrow(1, 0, in);  // rows in + 3 apart
+    const Tensor w = g.normal({out, in}, 0.0, 0.1), b = randn(g, {out});
+    // The counter's high half changes inside: 1,000 is not a multiple of 16 (mid-vector).
+    const uint64_t offset = (uint64_t(1) << 32) - 1000;
+    for (const int t : {1, std::max(2, threads)}) {
+      set_num_threads(t);
+      const MatmulPrecisionScope bf16(Precision::bf16);
+      REQUIRE(linear_relu_dropout_fusable(x, w));
+      for (const double p : {0.0, 0.25})
+        for (const bool with_bias : {true, false}) {
+          INFO("threads " << t << " p " << p << " bias " << with_bias);
+          const Tensor bias = with_bias ? b : Tensor();
+          Bf16Matrix x16, x16_ref;
+          const Bf16Matrix a = linear_relu_dropout_bf16(x, w, bias, p, 77, offset, x16);
+          const Bf16Matrix want = relu_dropout_bf16(linear_keeping_bf16(x, w, bias, x16_ref), p, 77, offset);
+          CHECK(first_difference(a, want) == "");
+          CHECK(first_difference(x16, x16_ref) == "");
+          SharedPackedWeights packed;  // the weight packed once for the replicas
+          packed.pack({w});
+          const SharedPackedWeights::Use use(packed);
+          Bf16Matrix again;
+          CHECK(first_difference(linear_relu_dropout_bf16(x, w, bias, p, 77, offset, again), want) == "");
+        }
+    }
+    set_num_threads(threads);
+  }
+  const MatmulPrecisionScope bf16(Precision::bf16);
+  Bf16Matrix kept;
+  // K beyond one block of k of either kernel (512 on AVX512_BF16, 2048 on AMX tiles): not fused.
+  CHECK(!linear_relu_dropout_fusable(Tensor::zeros({64, 2300}), Tensor::zeros({64, 2300})));
+  CHECK_THROWS_WITH(linear_relu_dropout_bf16(Tensor::zeros({64, 2300}), Tensor::zeros({64, 2300}), Tensor(), 0.1, 1, 0, kept),
+                    Catch::Contains("linear_relu_dropout_bf16: x [64, 2300] and weight [64, 2300]"));
+  CHECK_THROWS_WITH(linear_relu_dropout_bf16(Tensor::zeros({64, 64}), Tensor::zeros({64, 64}), Tensor(), 1.0, 1, 0, kept),
+                    Catch::Contains("probability 1"));
+  CHECK_THROWS_WITH(linear_relu_dropout_bf16(Tensor::zeros({64, 64}), Tensor::zeros({64, 64}), Tensor::zeros({3}), 0.1, 1, 0, kept),
+                    Catch::Contains("bias [3] does not match weight [64, 64]"));
+  const MatmulPrecisionScope fp32(Precision::fp32);
+  CHECK(!linear_relu_dropout_fusable(Tensor::zeros({64, 64}), Tensor::zeros({64, 64})));
 }
 
 TEST_CASE("bf16 products are the same on any number of threads", "[bf16]") {

@@ -85,6 +85,13 @@ Var linear(const Var& x, const Var& weight, const Var& bias);
 // bf16, h's gradient is masked and scaled as its product is stored, not in a pass of its own.
 Var relu_dropout_linear(const Var& h, double p, Generator& gen, bool training, const Var& weight,
                         const Var& bias);
+// relu_dropout_linear(linear(x, w1, b1), p, gen, training, w2, b2) (a feed-forward block) as one
+// op, with the same values, gradients and draws from gen. Where both layers keep their inputs in
+// bf16 (the products bf16, the weights wanting gradients) and the bf16 kernels sum x's width in
+// one block, the hidden activation is written in bf16 by the first product itself
+// (linear_relu_dropout_bf16): never in fp32.
+Var linear_relu_dropout_linear(const Var& x, const Var& w1, const Var& b1, double p, Generator& gen, bool training,
+                               const Var& w2, const Var& b2);
 
 // ---------------------------------------------------------------- nn ops (fused)
 Var softmax(const Var& x);      // over the last axis; fully -inf rows give zeros

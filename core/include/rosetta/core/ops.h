@@ -160,6 +160,13 @@ Tensor linear_bf16(const Bf16Matrix& a, const Tensor& w, const Tensor& bias);
 // relu_dropout(x, p, seed, offset) (relu(x) for p 0) of a 2-D x straight into bf16, as the
 // products would round it: no fp32 result.
 Bf16Matrix relu_dropout_bf16(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// relu_dropout_bf16(linear_keeping_bf16(x, w, bias, x16), p, seed, offset), the same values to
+// the bit, without the product in fp32: the relu and the dropout are applied as the bf16 product
+// is stored (a feed-forward's hidden layer). Only where linear_relu_dropout_fusable(x, w).
+Bf16Matrix linear_relu_dropout_bf16(const Tensor& x, const Tensor& w, const Tensor& bias, double p, uint64_t seed,
+                                    uint64_t offset, Bf16Matrix& x16);
+// bf16_linear(rows of x, w) for a 2-D F32 x whose K the bf16 kernels sum in one block.
+bool linear_relu_dropout_fusable(const Tensor& x, const Tensor& w);
 // linear_param_grads and relu_linear_input_grad for an input kept in bf16: the same results as
 // for the fp32 input it came from where the products are bf16 (elsewhere it is widened to fp32).
 void linear_param_grads(const Tensor& dy, const Bf16Matrix& x, const GradOut& dw, const GradOut& dbias);
