@@ -22,12 +22,16 @@ void check_matrix(const Bf16Matrix& m, const char* op) {
                 op, ": not a Bf16Matrix");
 }
 
+void check_bias(const Tensor& bias, const Tensor& w, const char* op) {
+  ROSETTA_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.shape() == Shape{w.shape()[0]} && bias.is_contiguous()),
+                op, ": bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", w.shape());
+}
+
 // y [M, N] = a @ w^T + bias, a fp32 (rows lda apart; rounded into `rounded` where given) or bf16.
 Tensor linear_product(int64_t M, const float* a, const uint16_t* a16, int64_t lda, const Tensor& w,
                       const Tensor& bias, Bf16Matrix* rounded) {
   const int64_t N = w.shape()[0], K = w.shape()[1];
-  ROSETTA_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.shape() == Shape{N} && bias.is_contiguous()),
-                "linear_bf16: bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", w.shape());
+  check_bias(bias, w, "linear_bf16");
   Tensor y = Tensor::empty({M, N});
   const float* pw = w.data<float>();
   const detail::PackedB* packed = detail::shared_packing(pw, K, K, N, true);
@@ -88,9 +92,7 @@ Bf16Matrix linear_relu_dropout_bf16(const Tensor& x, const Tensor& w, const Tens
   ROSETTA_CHECK(linear_relu_dropout_fusable(x, w), "linear_relu_dropout_bf16: x ", x.shape(), " and weight ",
                 w.shape(), " are not [M, K] and [N, K] under bf16 products of one block of k");
   const int64_t M = x.shape()[0], N = w.shape()[0], K = w.shape()[1];
-  ROSETTA_CHECK(!bias.defined() || (bias.dtype() == DType::f32 && bias.shape() == Shape{N} && bias.is_contiguous()),
-                "linear_relu_dropout_bf16: bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ",
-                w.shape());
+  check_bias(bias, w, "linear_relu_dropout_bf16");
   const Tensor a = unit_columns(x);
   x16 = Bf16Matrix::empty(M, K);
   Bf16Matrix out = Bf16Matrix::empty(M, N);
