@@ -128,10 +128,7 @@ Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64
       const float* xs = px + i * C;
       // As dropout_into<true> computes element n = i * C + j (the same counter, the same fp32
       // product), then rounded as the products round.
-      for (int64_t j0 = 0; j0 < C;) {
-        const uint64_t c0 = offset + uint64_t(i * C + j0);
-        const uint32_t hi = detail::fmix32(uint32_t(c0 >> 32) ^ key), lo0 = uint32_t(c0);
-        const uint32_t run = uint32_t(std::min<int64_t>(C - j0, int64_t((uint64_t(1) << 32) - lo0)));
+      detail::for_counter_runs(key, offset + uint64_t(i * C), 0, C, [&](int64_t j0, uint32_t run, uint32_t lo0, uint32_t hi) {
         const float sc = p > 0 ? scale : 1.0f;
         const uint32_t thr = p > 0 ? threshold : 0;
 #pragma omp simd
@@ -140,8 +137,7 @@ Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64
           const float a = xs[j0 + j];
           v[j0 + j] = (a > 0.0f ? a : 0.0f) * (h >= thr ? sc : 0.0f);
         }
-        j0 += int64_t(run);
-      }
+      });
       detail::round_to_bf16(v, po + i * ldo, nullptr, C);
     }
   });

@@ -383,13 +383,7 @@ void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, 
     const T scale = T(1.0 / (1.0 - p));
     detail::with_beta(dst.beta, [&](auto acc) {
       detail::parallel_for(x.numel(), [&](int64_t b, int64_t e) {
-        // Runs where the counter's high 32 bits are constant: the inner loop is 32-bit only.
-        int64_t i = b;
-        while (i < e) {
-          const uint64_t c0 = offset + uint64_t(i);
-          const uint32_t hi = detail::fmix32(uint32_t(c0 >> 32) ^ key), lo0 = uint32_t(c0);
-          const uint32_t run = uint32_t(std::min<int64_t>({e - i, int64_t((uint64_t(1) << 32) - lo0),
-                                                            int64_t(UINT32_MAX)}));
+        detail::for_counter_runs(key, offset, b, e, [&](int64_t i, uint32_t run, uint32_t lo0, uint32_t hi) {
           const T* xs = px + i;
           T* os = po + i;
           // 32-bit counter, a select on the scale, and loop invariants in locals (not captured
@@ -414,8 +408,7 @@ void dropout_into(const Tensor& x_in, double p, uint64_t seed, uint64_t offset, 
               detail::put<decltype(acc)::value>(os[j], be, v * (h >= thr ? sc : T(0)));
             }
           }
-          i += int64_t(run);
-        }
+        });
       });
     });
   });

@@ -515,6 +515,8 @@ TEST_CASE("dropout kernel: reproducible mask, right rate and scale", "[core]") {
   const auto far = dropout(Tensor::ones({1000}), 0.5, 9, (uint64_t(1) << 32) - 500).to_vector<float>();
   double far_kept = 0;
   for (float f : far) far_kept += f != 0;
+  for (size_t i = 0; i < far.size(); ++i)  // the counter's high word changes at 500
+    REQUIRE((far[i] != 0) == dropout_keep(9, (uint64_t(1) << 32) - 500 + i, 0.5));
   REQUIRE_THAT(far_kept / 1000, Catch::Matchers::WithinAbs(0.5, 0.06));
   // relu_dropout is dropout of relu's output (negative values, zeros and NaN included), in fp32
   // and fp64.

@@ -7,6 +7,7 @@
 // D features, M x K times K x N for matmul.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -343,6 +344,22 @@ inline uint32_t dropout_hash(uint32_t key, uint64_t counter) {
   return fmix32(uint32_t(counter) * 0x9E3779B1u ^ hi);
 }
 inline uint32_t dropout_key(uint64_t seed) { return fmix32(uint32_t(seed) ^ fmix32(uint32_t(seed >> 32) + 0x5bd1e995u)); }
+// Splits the counters offset + [b, e) into runs over which their high 32 bits stay the same and
+// calls f(i, n, lo, hi) for each run [i, i + n): lo the counter's low 32 bits at i (lo + j does
+// not wrap for j < n) and hi = fmix32(its high bits ^ key), so that dropout_hash(key, offset + i +
+// j) is fmix32((lo + j) * 0x9E3779B1 ^ hi): a loop over a run needs 32-bit lanes only, and
+// vectorises.
+template <class F>
+void for_counter_runs(uint32_t key, uint64_t offset, int64_t b, int64_t e, F&& f) {
+  while (b < e) {
+    const uint64_t c0 = offset + uint64_t(b);
+    const uint32_t lo = uint32_t(c0);
+    int64_t n = std::min<int64_t>(e - b, int64_t((uint64_t(1) << 32) - lo));
+    n = std::min<int64_t>(n, int64_t(UINT32_MAX));
+    f(b, uint32_t(n), lo, fmix32(uint32_t(c0 >> 32) ^ key));
+    b += n;
+  }
+}
 inline uint64_t dropout_threshold(double p) { return uint64_t(p * 4294967296.0); }
 }  // namespace detail
 
