@@ -217,8 +217,7 @@ Var linear_relu_dropout_linear(const Var& x, const Var& w1, const Var& b1, doubl
   ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   check_linear(x.shape(), w1, b1, "linear_relu_dropout_linear");
   Shape hidden = x.shape();
-  hidden.resize(hidden.size() - 1);
-  hidden.push_back(w1.shape()[0]);
+  hidden[hidden.size() - 1] = w1.shape()[0];
   check_linear(hidden, w2, b2, "linear_relu_dropout_linear");
   const Tensor x2 = rows(x.data());
   const int64_t R = x2.shape()[0], F = w1.shape()[0];

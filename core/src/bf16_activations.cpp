@@ -27,20 +27,39 @@ void check_bias(const Tensor& bias, const Tensor& w, const char* op) {
                 op, ": bias ", (bias.defined() ? bias.shape() : Shape{}), " does not match weight ", w.shape());
 }
 
+// g's M rows of A (a or a16, lda, and `rounded` where wanted) times w^T + bias, into g's output
+// (c, or a relu and dropout epilogue): w [N, K] as op(B), from the replicas' shared packing
+// where there is one.
+void linear_gemm(detail::Bf16Gemm g, const Tensor& w, const Tensor& bias, const char* op) {
+  check_bias(bias, w, op);
+  g.trans_b = true;
+  g.N = w.shape()[0];
+  g.K = w.shape()[1];
+  const float* pw = w.data<float>();
+  g.packed = detail::shared_packing(pw, g.K, g.K, g.N, true);
+  g.b = g.packed ? nullptr : pw;
+  g.ldb = g.K;
+  g.bias = bias.defined() ? bias.data<float>() : nullptr;
+  detail::gemm_bf16(g, detail::bf16_threads(g.M, g.N, g.K));
+}
+
 // y [M, N] = a @ w^T + bias, a fp32 (rows lda apart; rounded into `rounded` where given) or bf16.
 Tensor linear_product(int64_t M, const float* a, const uint16_t* a16, int64_t lda, const Tensor& w,
                       const Tensor& bias, Bf16Matrix* rounded) {
-  const int64_t N = w.shape()[0], K = w.shape()[1];
-  check_bias(bias, w, "linear_bf16");
-  Tensor y = Tensor::empty({M, N});
-  const float* pw = w.data<float>();
-  const detail::PackedB* packed = detail::shared_packing(pw, K, K, N, true);
-  detail::gemm_bf16({.trans_b = true, .M = M, .N = N, .K = K, .a = a, .a16 = a16, .lda = lda,
-                     .b = packed ? nullptr : pw, .ldb = K, .packed = packed, .c = y.data<float>(), .ldc = N,
-                     .bias = bias.defined() ? bias.data<float>() : nullptr,
-                     .rounded = rounded ? rounded->data() : nullptr, .ld_rounded = rounded ? rounded->ld() : 0},
-                    detail::bf16_threads(M, N, K));
+  Tensor y = Tensor::empty({M, w.shape()[0]});
+  linear_gemm({.M = M, .a = a, .a16 = a16, .lda = lda, .c = y.data<float>(), .ldc = w.shape()[0],
+               .rounded = rounded ? rounded->data() : nullptr, .ld_rounded = rounded ? rounded->ld() : 0},
+              w, bias, "linear_bf16");
   return y;
+}
+
+// relu_dropout(x, p, seed, offset)'s parameters as relu_dropout_bf16 and the product epilogue
+// take them (p 0: relu alone), for an output `out`.
+detail::ReluDropout16 relu_dropout16(double p, uint64_t seed, uint64_t offset, Bf16Matrix& out) {
+  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
+  return {.out = out.data(), .ld = out.ld(), .key = detail::dropout_key(seed),
+          .threshold = p > 0 ? uint32_t(detail::dropout_threshold(p)) : 0,
+          .scale = p > 0 ? float(1.0 / (1.0 - p)) : 1.0f, .offset = offset};
 }
 }  // namespace
 
@@ -88,39 +107,27 @@ bool linear_relu_dropout_fusable(const Tensor& x, const Tensor& w) {
 
 Bf16Matrix linear_relu_dropout_bf16(const Tensor& x, const Tensor& w, const Tensor& bias, double p, uint64_t seed,
                                     uint64_t offset, Bf16Matrix& x16) {
-  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   ROSETTA_CHECK(linear_relu_dropout_fusable(x, w), "linear_relu_dropout_bf16: x ", x.shape(), " and weight ",
                 w.shape(), " are not [M, K] and [N, K] under bf16 products of one block of k");
-  const int64_t M = x.shape()[0], N = w.shape()[0], K = w.shape()[1];
-  check_bias(bias, w, "linear_relu_dropout_bf16");
+  const int64_t M = x.shape()[0];
+  Bf16Matrix out = Bf16Matrix::empty(M, w.shape()[0]);
+  const detail::ReluDropout16 rd = relu_dropout16(p, seed, offset, out);
   const Tensor a = unit_columns(x);
-  x16 = Bf16Matrix::empty(M, K);
-  Bf16Matrix out = Bf16Matrix::empty(M, N);
-  // As relu_dropout_bf16 takes p, seed and offset.
-  const detail::ReluDropout16 rd{.out = out.data(), .ld = out.ld(), .key = detail::dropout_key(seed),
-                                 .threshold = p > 0 ? uint32_t(detail::dropout_threshold(p)) : 0,
-                                 .scale = p > 0 ? float(1.0 / (1.0 - p)) : 1.0f, .offset = offset};
-  const float* pw = w.data<float>();
-  const detail::PackedB* packed = detail::shared_packing(pw, K, K, N, true);
-  detail::gemm_bf16({.trans_b = true, .M = M, .N = N, .K = K, .a = a.data<float>(), .lda = a.strides()[0],
-                     .b = packed ? nullptr : pw, .ldb = K, .packed = packed, .bias = bias.defined() ? bias.data<float>() : nullptr,
-                     .rounded = x16.data(), .ld_rounded = x16.ld(), .relu_dropout = &rd},
-                    detail::bf16_threads(M, N, K));
+  x16 = Bf16Matrix::empty(M, w.shape()[1]);
+  linear_gemm({.M = M, .a = a.data<float>(), .lda = a.strides()[0], .rounded = x16.data(), .ld_rounded = x16.ld(),
+               .relu_dropout = &rd},
+              w, bias, "linear_relu_dropout_bf16");
   return out;
 }
 
 Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64_t offset) {
-  ROSETTA_CHECK(p >= 0.0 && p < 1.0, "dropout: probability ", p, " outside [0, 1)");
   ROSETTA_CHECK(x_in.dim() == 2 && x_in.dtype() == DType::f32, "relu_dropout_bf16: x ", x_in.shape(),
                 " is not an F32 matrix");
   const Tensor x = x_in.contiguous();
   const int64_t R = x.shape()[0], C = x.shape()[1];
   Bf16Matrix out = Bf16Matrix::empty(R, C);
+  const detail::ReluDropout16 rd = relu_dropout16(p, seed, offset, out);
   const float* px = x.data<float>();
-  uint16_t* po = out.data();
-  const int64_t ldo = out.ld();
-  const uint32_t key = detail::dropout_key(seed), threshold = uint32_t(detail::dropout_threshold(p));
-  const float scale = float(1.0 / (1.0 - p));
   detail::parallel_rows(R, C, [&](int64_t b, int64_t e) {
     static thread_local detail::Scratch<float> row_buf;
     float* v = row_buf.get(size_t(C));
@@ -128,9 +135,9 @@ Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64
       const float* xs = px + i * C;
       // As dropout_into<true> computes element n = i * C + j (the same counter, the same fp32
       // product), then rounded as the products round.
-      detail::for_counter_runs(key, offset + uint64_t(i * C), 0, C, [&](int64_t j0, uint32_t run, uint32_t lo0, uint32_t hi) {
-        const float sc = p > 0 ? scale : 1.0f;
-        const uint32_t thr = p > 0 ? threshold : 0;
+      detail::for_counter_runs(rd.key, offset + uint64_t(i * C), 0, C, [&](int64_t j0, uint32_t run, uint32_t lo0, uint32_t hi) {
+        const float sc = rd.scale;  // in locals: the loop vectorises
+        const uint32_t thr = rd.threshold;
 #pragma omp simd
         for (uint32_t j = 0; j < run; ++j) {
           const uint32_t h = detail::fmix32((lo0 + j) * 0x9E3779B1u ^ hi);
@@ -138,7 +145,7 @@ Bf16Matrix relu_dropout_bf16(const Tensor& x_in, double p, uint64_t seed, uint64
           v[j0 + j] = (a > 0.0f ? a : 0.0f) * (h >= thr ? sc : 0.0f);
         }
       });
-      detail::round_to_bf16(v, po + i * ldo, nullptr, C);
+      detail::round_to_bf16(v, rd.out + i * rd.ld, nullptr, C);
     }
   });
   return out;

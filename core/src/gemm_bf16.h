@@ -37,12 +37,6 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
                       const PackedB& b, float beta, float* c, int64_t ldc, int threads,
                       const float* bias = nullptr, const float* gate = nullptr, int64_t ldg = 0);
 
-// One bf16 product with all that the functions above take, and more: A or B already in bf16
-// (a16, b16; lda, ldb counting bf16 values), a gate in bf16 (gate16, rows ldg values apart), and
-// A's values kept as the product rounded them (`rounded`: op(A) of M x K in bf16, rows
-// ld_rounded values apart; fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
-// fp32 values, as round_to_bf16 stores them: nothing is rounded twice, so a product of rounded
-// operands equals the product of the fp32 ones they came from, bit for bit.
 // A relu and a dropout applied to a product as it is stored, written in bf16 instead of C
 // (Bf16Gemm::relu_dropout): element (i, j) of the M x N product v becomes
 // (v > 0 ? v : 0) * (keep ? scale : 0), keep where dropout_hash(key, offset + i * N + j) >=
@@ -55,6 +49,12 @@ struct ReluDropout16 {
   uint64_t offset = 0;
 };
 
+// One bf16 product with all that the functions above take, and more: A or B already in bf16
+// (a16, b16; lda, ldb counting bf16 values), a gate in bf16 (gate16, rows ldg values apart), and
+// A's values kept as the product rounded them (`rounded`: op(A) of M x K in bf16, rows
+// ld_rounded values apart; fp32 A without trans_a only, and never with a16). The bf16 operands are the upper halves of
+// fp32 values, as round_to_bf16 stores them: nothing is rounded twice, so a product of rounded
+// operands equals the product of the fp32 ones they came from, bit for bit.
 struct Bf16Gemm {
   bool trans_a = false, trans_b = false;
   int64_t M = 0, N = 0, K = 0;

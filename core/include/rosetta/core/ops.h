@@ -344,6 +344,7 @@ inline uint32_t dropout_hash(uint32_t key, uint64_t counter) {
   return fmix32(uint32_t(counter) * 0x9E3779B1u ^ hi);
 }
 inline uint32_t dropout_key(uint64_t seed) { return fmix32(uint32_t(seed) ^ fmix32(uint32_t(seed >> 32) + 0x5bd1e995u)); }
+inline uint64_t dropout_threshold(double p) { return uint64_t(p * 4294967296.0); }
 // Splits the counters offset + [b, e) into runs over which their high 32 bits stay the same and
 // calls f(i, n, lo, hi) for each run [i, i + n): lo the counter's low 32 bits at i (lo + j does
 // not wrap for j < n) and hi = fmix32(its high bits ^ key), so that dropout_hash(key, offset + i +
@@ -360,7 +361,6 @@ void for_counter_runs(uint32_t key, uint64_t offset, int64_t b, int64_t e, F&& f
     b += n;
   }
 }
-inline uint64_t dropout_threshold(double p) { return uint64_t(p * 4294967296.0); }
 }  // namespace detail
 
 inline bool dropout_keep(uint64_t seed, uint64_t counter, double p) {
