@@ -14,8 +14,9 @@ double objective(const Tensor& y) {
   return mean_all(mul(t, t)).item();
 }
 
-// Binds the leaves' gradients to one flat buffer filled with nonzero values; returns them.
-std::vector<Tensor> bind_buffers(std::vector<Var>& vars) {
+// Binds the leaves' gradients to one flat buffer filled with nonzero values; returns them. Stale:
+// filled with NaN and counted as zero (nothing to return).
+std::vector<Tensor> bind_buffers(std::vector<Var>& vars, bool stale) {
   int64_t total = 0;
   for (const Var& v : vars) total += v.numel();
   Tensor flat = Tensor::empty({total}, DType::f64);
@@ -26,8 +27,11 @@ std::vector<Tensor> bind_buffers(std::vector<Var>& vars) {
     at += v.numel();
   }
   double* p = flat.data<double>();
-  for (int64_t i = 0; i < total; ++i) p[i] = 0.75 - 0.25 * double(i % 7);  // never all zero
-  for (const Var& v : vars) initial.push_back(v.grad().clone());
+  for (int64_t i = 0; i < total; ++i) p[i] = stale ? NAN : 0.75 - 0.25 * double(i % 7);  // never all zero
+  for (const Var& v : vars) {
+    if (stale) v.zero_grad_lazily();
+    initial.push_back(stale ? Tensor() : v.grad().clone());
+  }
   return initial;
 }
 
@@ -55,7 +59,7 @@ GradcheckResult gradcheck(const std::function<Var(const std::vector<Var>&)>& f,
   std::vector<Var> vars;
   for (const Tensor& t : base) vars.emplace_back(t.clone(), true);
   std::vector<Tensor> initial(vars.size());
-  if (opt.buffers) initial = bind_buffers(vars);
+  if (opt.buffers) initial = bind_buffers(vars, opt.stale);
   const Var y = f(vars);
   ROSETTA_CHECK(y.dtype() == DType::f64, "gradcheck: f must compute in float64");
   const double scale = 2.0 / double(std::max<int64_t>(y.numel(), 1));
@@ -89,7 +93,8 @@ GradcheckResult gradcheck(const std::function<Var(const std::vector<Var>&)>& f,
           std::ostringstream os;
           os << "input " << k << " " << base[k].shape() << " element " << i << ": analytic " << a
              << ", numeric " << numeric << " (" << (pass == 0 ? "first" : "second")
-             << " backward" << (opt.buffers ? ", into gradient buffers" : "") << ")";
+             << " backward" << (!opt.buffers ? "" : opt.stale ? ", over stale gradient buffers" : ", into gradient buffers")
+             << ")";
           res.message = os.str();
         }
       }

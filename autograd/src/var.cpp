@@ -42,11 +42,27 @@ Var& Var::set_requires_grad(bool on) {
   return *this;
 }
 
+const Tensor& Var::grad() const {
+  AutogradMeta& m = *impl_->meta;
+  if (m.grad_is_stale) {
+    m.grad.zero_();
+    m.grad_is_stale = false;
+  }
+  return m.grad;
+}
+
 void Var::zero_grad() const {
   AutogradMeta& m = *impl_->meta;
   if (!m.grad.defined()) return;
   if (m.grad_is_buffer) m.grad.zero_();
   else m.grad = Tensor();
+  m.grad_is_stale = false;
+}
+
+void Var::zero_grad_lazily() const {
+  AutogradMeta& m = *impl_->meta;
+  if (m.grad_is_buffer) m.grad_is_stale = true;
+  else zero_grad();
 }
 
 void Var::bind_grad_buffer(const Tensor& grad) {
@@ -61,6 +77,7 @@ void Var::bind_grad_buffer(const Tensor& grad) {
   else g.zero_();
   m.grad = g;
   m.grad_is_buffer = true;
+  m.grad_is_stale = false;
 }
 
 void Var::bind_data_buffer(const Tensor& buffer) {
@@ -89,10 +106,12 @@ bool writable(const AutogradMeta& v) {
   return v.grad_is_buffer || v.grad.storage().use_count() == 1;
 }
 
-// v.grad += g: in place where allowed, else into a new tensor.
+// v.grad += g: in place where allowed, else into a new tensor. A stale buffer takes g itself.
 void add_to(AutogradMeta& v, const Tensor& g) {
-  if (writable(v)) add_(v.grad, g);
+  if (v.grad_is_stale) v.grad.copy_(g);
+  else if (writable(v)) add_(v.grad, g);
   else v.grad = add(v.grad, g);
+  v.grad_is_stale = false;
 }
 
 // v.grad += g, for a g that is a view of the upstream gradient.
@@ -114,6 +133,19 @@ GradDest Node::grad_dest(size_t i, const Tensor& like, const Tensor& reuse) {
   GradDest d;
   if (!needs(i)) return d;
   AutogradMeta& v = *inputs[i];
+  if (v.grad_is_stale) {
+    // The buffer's first gradient since it was counted as zero: written over it (beta 0, nothing
+    // to commit), unless the variable is another input of this op too, whose gradient would then
+    // be written over this one.
+    bool repeated = false;
+    for (size_t j = 0; j < inputs.size(); ++j) repeated = repeated || (j != i && inputs[j].get() == &v);
+    if (repeated) v.grad.zero_();
+    v.grad_is_stale = false;
+    if (!repeated) {
+      d.out = v.grad;
+      return d;
+    }
+  }
   d.meta_ = &v;
   // A leaf's gradient is always contiguous (see pass_into).
   const bool laid_out = like.defined() && v.grad_fn && like.is_dense();

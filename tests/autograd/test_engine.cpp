@@ -1,4 +1,6 @@
 // The backward engine: accumulation, no-grad mode, detach, graph release, in-place detection.
+#include <limits>
+
 #include "rosetta/autograd/autograd.h"
 #include "support.h"
 
@@ -124,6 +126,56 @@ TEST_CASE("two uses of one leaf add into its bound buffer, also through a retain
   REQUIRE_THAT(buffer, AllClose(add(held, affine(own.grad(), 2, 0)), 1e-6, 1e-6));
   REQUIRE_THROWS_WITH(Var(table.clone(), true).bind_grad_buffer(Tensor::zeros({4, 6}).transpose(0, 1)),
                       Catch::Contains("not contiguous"));
+}
+
+// zero_grad_lazily: the buffer keeps whatever it held (here NaN, where an add would show), and
+// the next gradient is written over it, through every way a gradient reaches a leaf: a product's
+// weight gradient and an embedding's scatter (the tied table, whose second use adds to the
+// first), a view passed on (an add of the same shape), an op with the leaf as two inputs.
+TEST_CASE("a lazily zeroed gradient buffer is written over by the next gradient", "[autograd]") {
+  Generator g(8);
+  const Tensor table = g.normal({6, 4}), x = g.normal({3, 4}), s0 = g.normal({3, 4});
+  const Tensor ids = Tensor::from_vector(std::vector<int32_t>{1, 5, 1});
+  auto loss_of = [&](const Var& w, const Var& s) {
+    return mean(square(linear(tanh(embedding(w, ids) + Var(x)), w, Var()))) + sum(s * s + s * 3.0);
+  };
+  Var own_w(table.clone(), true), own_s(s0.clone(), true);
+  loss_of(own_w, own_s).backward();
+
+  Var w(table.clone(), true), s(s0.clone(), true);
+  Tensor wbuf = Tensor::zeros({6, 4}), sbuf = Tensor::zeros({3, 4});
+  w.bind_grad_buffer(wbuf);
+  s.bind_grad_buffer(sbuf);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int round = 0; round < 2; ++round) {
+    wbuf.copy_(Tensor::full({6, 4}, nan));
+    sbuf.copy_(Tensor::full({3, 4}, nan));
+    w.zero_grad_lazily();
+    s.zero_grad_lazily();
+    REQUIRE(w.grad_is_stale());
+    loss_of(w, s).backward();
+    REQUIRE_FALSE(w.grad_is_stale());
+    REQUIRE_FALSE(s.grad_is_stale());
+    REQUIRE(w.grad().same_storage(wbuf));
+    REQUIRE(wbuf.to_vector<float>() == own_w.grad().to_vector<float>());
+    REQUIRE(sbuf.to_vector<float>() == own_s.grad().to_vector<float>());
+  }
+  // A pass-through gradient (a view of the upstream one) is copied over the stale buffer.
+  Var v(s0.clone(), true);
+  Tensor vbuf = Tensor::zeros({3, 4});
+  v.bind_grad_buffer(vbuf);
+  vbuf.copy_(Tensor::full({3, 4}, nan));
+  v.zero_grad_lazily();
+  (v + Var(x)).backward(s0);
+  REQUIRE(vbuf.to_vector<float>() == s0.to_vector<float>());
+  // Asked before any gradient arrived, a stale buffer gives its zeros.
+  vbuf.copy_(Tensor::full({3, 4}, nan));
+  v.zero_grad_lazily();
+  REQUIRE(sum_all(v.grad()).item() == 0);
+  REQUIRE_FALSE(v.grad_is_stale());
+  // Not a buffer: dropped, as zero_grad does.
+  own_w.zero_grad_lazily();
+  REQUIRE_FALSE(own_w.grad().defined());
 }
 
 // The gradient of an intermediate used twice: the first contribution is a fresh tensor, the

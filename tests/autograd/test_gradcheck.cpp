@@ -24,8 +24,9 @@ Tensor positive(const Shape& s) { return gen.uniform(s, 0.5, 2.0, DType::f64); }
 
 void check(const std::function<Var(const std::vector<Var>&)>& f, const std::vector<Tensor>& in,
            GradcheckOptions opt = {}) {
-  for (bool buffers : {false, true}) {
-    const GradcheckResult r = gradcheck(f, in, opt.grad_buffers(buffers));
+  // Gradients of their own, then bound buffers added to, then stale buffers written over.
+  for (int mode = 0; mode < 3; ++mode) {
+    const GradcheckResult r = gradcheck(f, in, opt.grad_buffers(mode > 0).stale_buffers(mode == 2));
     INFO(r.message << " (worst " << r.worst << ")");
     REQUIRE(r.ok);
   }
@@ -538,6 +539,25 @@ TEST_CASE("gradcheck catches a backward that overwrites its destination", "[grad
   const GradcheckResult own = gradcheck(overwriting, {randn({3})});
   REQUIRE_FALSE(own.ok);
   REQUIRE_THAT(own.message, Catch::Contains("second backward"));
+}
+
+TEST_CASE("gradcheck catches a backward that adds where it was to write over", "[gradcheck]") {
+  // Adds to its destination whatever its beta says: right into a buffer that counts (beta 1),
+  // NaN over a stale one (beta 0: to be written over).
+  auto adding = [](auto& v) {
+    Var out(rosetta::mul(v[0].data(), v[0].data()));
+    record(out, "adding_square", {&v[0]}, [x = v[0].data()](const Tensor& dy, Node& n) {
+      GradDest d = n.grad_dest(0);
+      add_(d.out, affine(rosetta::mul(dy, x), 2.0, 0));
+      d.commit();
+    });
+    return out;
+  };
+  REQUIRE(gradcheck(adding, {randn({3})}, GradcheckOptions().grad_buffers(true)).ok);
+  const GradcheckResult stale =
+      gradcheck(adding, {randn({3})}, GradcheckOptions().grad_buffers(true).stale_buffers(true));
+  REQUIRE_FALSE(stale.ok);
+  REQUIRE_THAT(stale.message, Catch::Contains("over stale gradient buffers"));
 }
 
 TEST_CASE("gradcheck: fused masked softmax and scaled matmul", "[gradcheck]") {

@@ -126,17 +126,29 @@ TEST_CASE("replicas on shards of a batch give the whole batch's gradient and sha
   REQUIRE(replicas.size() == n);
   opt.zero_grad();
   const double total = tokens(tgt_out);
-  replicas.run(B, [&](int r, int64_t b0, int64_t b1) {
+  auto shard = [&](int r, int64_t b0, int64_t b1) {
     const Tensor out = tgt_out.narrow(0, b0, b1 - b0).contiguous();
     const Var loss = cross_entropy(static_cast<nn::Transformer&>(replicas.model(r))
                                        .forward(src.narrow(0, b0, b1 - b0).contiguous(),
                                                 tgt_in.narrow(0, b0, b1 - b0).contiguous()),
                                    out, 0.1, 0);
     loss.backward(Tensor::full(loss.shape(), tokens(out) / total));
-  });
+  };
+  replicas.run(B, shard);
   replicas.reduce_into(opt);
   REQUIRE_THAT(opt.flat_grads(), AllClose(whole, 1e-5, 1e-6));
   REQUIRE(dropout.counter() == counter_after);  // the model's stream moved past the whole batch
+  // The other replicas' buffers were not cleared, only counted as zero: the batch again is
+  // written over them, and the sum is its gradient again, not twice it.
+  for (int r = 1; r < n; ++r) {
+    const std::vector<Var> params = replicas.model(r).parameters();
+    REQUIRE(std::all_of(params.begin(), params.end(), [](const Var& p) { return p.grad_is_stale(); }));
+  }
+  dropout.set_state(seed, counter);
+  opt.zero_grad();
+  replicas.run(B, shard);
+  replicas.reduce_into(opt);
+  REQUIRE_THAT(opt.flat_grads(), AllClose(whole, 1e-5, 1e-6));
 
   // One step moves every replica: their weights are the model's storage.
   opt.step();

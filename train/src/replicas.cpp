@@ -46,6 +46,7 @@ ThreadReplicas::ThreadReplicas(nn::Module& model, const optim::Optimizer& opt, i
                   generators_.back().size(), " dropout generators, the model ", generators_[0].size());
     extra_.push_back(std::move(m));
     grads_.push_back(flat);
+    params_.push_back(std::move(params));
   }
 }
 
@@ -100,8 +101,14 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   Tensor total = opt.flat_grads();  // a handle on the optimizer's buffer, written in place
   ROSETTA_CHECK(total.dtype() == DType::f32 && total.is_contiguous(),
                 "replicas: the optimizer's gradients must be a contiguous F32 buffer");
-  // One pass over the buffers, split across the threads: each thread adds and clears its own
-  // chunk of every replica's buffer (an add_ then a zero_ per replica took ~2.5x longer on tiny).
+  // A parameter no gradient reached in a replica still has last step's in its buffer.
+  for (const std::vector<Var>& params : params_)
+    for (const Var& p : params)
+      if (p.grad_is_stale()) p.grad();  // writes its zeros
+  // One pass over the buffers, split across the threads: each thread adds its own chunk of every
+  // replica's buffer (an add_ per replica took ~2.5x longer on tiny). The replicas' buffers are
+  // only read: counted as zero below, they are written over by their next gradients, which
+  // halves this pass's memory traffic (16 replicas of the default translator: 15 x 19 MiB).
   float* t = total.data<float>();
   const int64_t n = total.numel();
   const int threads = std::max(1, std::min(size(), omp_get_max_threads()));
@@ -109,17 +116,15 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   {
     const int64_t nt = omp_get_num_threads(), i = omp_get_thread_num();
     const int64_t b = n * i / nt, e = n * (i + 1) / nt;
-    for (Tensor& g : grads_) {
-      float* pg = g.data<float>();
+    for (const Tensor& g : grads_) {
+      const float* pg = g.data<float>();
 #pragma omp simd
-      for (int64_t j = b; j < e; ++j) {
-        t[j] += pg[j];
-        pg[j] = 0.0f;
-      }
+      for (int64_t j = b; j < e; ++j) t[j] += pg[j];
     }
   }
   total.bump_version();
-  for (Tensor& g : grads_) g.bump_version();
+  for (const std::vector<Var>& params : params_)
+    for (const Var& p : params) p.zero_grad_lazily();
 }
 
 ThreadPlan ThreadReplicas::plan(int requested, int threads, int64_t rows, int64_t dim) {

@@ -23,10 +23,14 @@ struct GradcheckOptions {
   // nonzero values beforehand: the ops then add into the buffers in place (beta 1), and a
   // gradient that overwrites or drops what a buffer held shows.
   bool buffers = false;
+  // With buffers: NaN in them instead, counted as zero (Var::zero_grad_lazily), so the first
+  // backward must write over them (a gradient added to what they held shows as NaN).
+  bool stale = false;
   ROSETTA_SETTER(GradcheckOptions, step, double, eps)
   ROSETTA_SETTER(GradcheckOptions, abs_tol, double, atol)
   ROSETTA_SETTER(GradcheckOptions, rel_tol, double, rtol)
   ROSETTA_SETTER(GradcheckOptions, grad_buffers, bool, buffers)
+  ROSETTA_SETTER(GradcheckOptions, stale_buffers, bool, stale)
 };
 
 struct GradcheckResult {

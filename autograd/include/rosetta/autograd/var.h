@@ -34,6 +34,9 @@ struct AutogradMeta {
   // The gradient is a preallocated buffer (e.g. a view into an optimizer's flat gradient
   // storage): it is always accumulated in place and zeroed, never replaced or dropped.
   bool grad_is_buffer = false;
+  // A buffer counted as zero whatever it holds (Var::zero_grad_lazily): the next gradient to
+  // arrive is written over it instead of added to it.
+  bool grad_is_stale = false;
   Shape shape;  // of the value, to check gradients against
   DType dtype = DType::f32;
 };
@@ -54,7 +57,9 @@ class Var {
   // the value (e.g. a flat optimizer buffer) stay valid, and the version bump lets stale
   // graphs detect the change.
   void set_data(const Tensor& t);
-  const Tensor& grad() const ROSETTA_LIFETIMEBOUND { return impl_->meta->grad; }
+  // The gradient (undefined before any arrived); a stale buffer (zero_grad_lazily) gets its
+  // zeros first.
+  const Tensor& grad() const ROSETTA_LIFETIMEBOUND;
   bool requires_grad() const { return impl_ && impl_->meta->requires_grad; }
   Var& set_requires_grad(bool on);
   bool is_leaf() const { return !impl_->meta->grad_fn; }
@@ -74,6 +79,13 @@ class Var {
 
   // Zeroes the gradient buffer, or drops the gradient when it is not a buffer.
   void zero_grad() const;
+  // zero_grad without the pass over the buffer: a gradient buffer is only counted as zero, and
+  // the next gradient to arrive is written over it instead of added to it (a product's weight
+  // gradient then never reads it). grad() writes the zeros if it is asked first; code that
+  // reads the buffer another way (a flat view of many) checks grad_is_stale() or calls grad()
+  // first. Not a buffer: as zero_grad.
+  void zero_grad_lazily() const;
+  bool grad_is_stale() const { return impl_->meta->grad_is_stale; }
   // The same value cut off from the graph (shares storage; requires no gradient).
   Var detach() const { return Var(impl_->data, false); }
 
@@ -112,7 +124,8 @@ class Saved {
 //           alone holds): the kernel adds to it in place, and commit() has nothing to do.
 //   beta 0: `out` is a fresh tensor (uninitialised) the kernel overwrites; commit() makes it the
 //           gradient, or adds it to the gradient that has arrived meanwhile (an input used
-//           twice by one op).
+//           twice by one op). Or `out` is a stale buffer (Var::zero_grad_lazily), overwritten in
+//           place, and commit() has nothing to do.
 // Undefined `out`: the input needs no gradient; the kernels then skip it.
 class GradDest : public GradOut {
  public:

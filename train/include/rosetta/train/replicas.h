@@ -64,8 +64,10 @@ class ThreadReplicas {
   // The model's weights as packed for the replicas' bf16 products by the last run() (none in fp32).
   const SharedPackedWeights& packed_weights() const ROSETTA_LIFETIMEBOUND { return packed_; }
 
-  // Moves the gradients of replicas 1..n-1 into the optimizer's (replica 0's): adds them and
-  // zeroes theirs for the next step.
+  // Moves the gradients of replicas 1..n-1 into the optimizer's (replica 0's): adds them, and
+  // theirs count as zero for the next step without being written (Var::zero_grad_lazily: their
+  // next gradients are written over them, so neither this nor the weight gradients' products
+  // pass over them to clear them).
   void reduce_into(const optim::Optimizer& opt);
 
   // The plan for `requested` replicas (0: automatic) on `threads` threads, for batches of `rows`
@@ -88,6 +90,7 @@ class ThreadReplicas {
   std::vector<std::unique_ptr<nn::Module>> extra_;
   std::vector<std::vector<Generator*>> generators_;  // [replica][j]: replica's j-th dropout generator
   std::vector<Tensor> grads_;                        // [N] per extra replica
+  std::vector<std::vector<Var>> params_;             // per extra replica, their gradients views of grads_
   int inner_threads_ = 1;
   SharedPackedWeights packed_;  // the model's weights packed for bf16 products (none in fp32)
 };
