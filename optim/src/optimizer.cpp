@@ -95,6 +95,16 @@ void Optimizer::load_state(const std::function<const Tensor*(const std::string&)
   step_ = step;
 }
 
+void Optimizer::zero_grad_lazily() {
+  for (const Var& p : params_) p.zero_grad_lazily();
+}
+
+const Tensor& Optimizer::flat_grads() const {
+  for (const Var& p : params_)
+    if (p.grad_is_stale()) p.grad();  // writes its zeros
+  return grad_;
+}
+
 // ------------------------------------------------------------------ SGD
 
 SGD::SGD(std::vector<Var> params, const SGDOptions& o) : Optimizer(std::move(params), o.lr), o_(o) {
@@ -111,7 +121,7 @@ SGD::SGD(std::vector<Var> params, const SGDOptions& o) : Optimizer(std::move(par
 // p -= lr * g
 void SGD::step() {
   float* p = data_.data<float>();
-  const float* grad = grad_.data<float>();
+  const float* grad = flat_grads().data<float>();
   float* buf = momentum_.defined() ? momentum_.data<float>() : nullptr;
   const float wd = float(o_.weight_decay), mom = float(o_.momentum),
               damp = float(1.0 - o_.dampening), lr = float(lr_);
@@ -164,7 +174,7 @@ void Adam::step() {
               decay = float(1.0 - lr_ * o_.weight_decay);
   const bool decoupled = o_.decoupled;
   float* p = data_.data<float>();
-  const float* grad = grad_.data<float>();
+  const float* grad = flat_grads().data<float>();
   float *m = exp_avg_.data<float>(), *v = exp_avg_sq_.data<float>();
   // Decoupled decay multiplies p by `decay` (1 when there is none); L2 decay adds wd_l2 * p.
   const float pd = decoupled ? decay : 1.0f, wd_l2 = decoupled ? 0.0f : wd;

@@ -1,6 +1,7 @@
 // Optimizers against PyTorch 1.13 trajectories (tests/golden/optim_trajectories.safetensors:
 // fixed gradients fed for 25 steps), flat-buffer mechanics, state resume, clipping, schedules.
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "rosetta/autograd/functions.h"
@@ -139,6 +140,32 @@ TEST_CASE("parameters and gradients live in flat buffers", "[optim]") {
   REQUIRE_THROWS_WITH(SGD({Var(g.normal({2}), false)}, SGDOptions{}), Catch::Contains("require a gradient"));
   REQUIRE_THROWS_AS(opt.set_lr(-1), Error);
   REQUIRE_THROWS_AS(opt.set_lr(NAN), Error);
+}
+
+TEST_CASE("zero_grad_lazily: gradients written over, the ones no gradient reached read as zero", "[optim]") {
+  Generator g(2);
+  const Tensor a0 = g.normal({3, 4}), b0 = g.normal({5});
+  auto trained = [&](bool lazily) {
+    Var a(a0.clone(), true), b(b0.clone(), true);
+    Adam opt({a, b}, AdamOptions{});
+    for (int k = 1; k <= 3; ++k) {
+      (sum(a * double(k)) + sum(b) * 0.5).backward();  // both
+      opt.step();
+      Tensor held = opt.flat_grads();  // a handle on the buffer, which zero_grad_lazily leaves
+      if (lazily) opt.zero_grad_lazily();
+      else opt.zero_grad();
+      if (lazily) held.copy_(Tensor::full({opt.numel()}, std::numeric_limits<float>::quiet_NaN()));
+      sum(square(a)).backward();  // a alone: b's gradient is zero
+      const Tensor grads = opt.flat_grads();
+      REQUIRE(grads.narrow(0, 12, 5).to_vector<float>() == std::vector<float>(5, 0.0f));
+      REQUIRE(grads.narrow(0, 0, 12).to_vector<float>() == affine(a.data(), 2, 0).to_vector<float>());
+      opt.step();
+      if (lazily) opt.zero_grad_lazily();
+      else opt.zero_grad();
+    }
+    return std::vector<float>(opt.flat_params().to_vector<float>());
+  };
+  REQUIRE(trained(true) == trained(false));
 }
 
 TEST_CASE("optimizer state restores an exact continuation", "[optim]") {

@@ -103,7 +103,7 @@ StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens,
   result.loss = step_loss;
   result.grad_norm = options_.clip() > 0 ? optim::clip_grad_norm(opt_, options_.clip()) : optim::grad_norm(opt_);
   if (!std::isfinite(step_loss) || !std::isfinite(result.grad_norm)) {
-    opt_.zero_grad();
+    opt_.zero_grad_lazily();
     ++skipped_;
     ++skipped_in_a_row_;
     result.skipped = true;
@@ -118,7 +118,7 @@ StepResult Trainer::step(const std::vector<int64_t>& rows, int64_t total_tokens,
   skipped_in_a_row_ = 0;
   if (schedule_) opt_.set_lr(schedule_->lr(steps_ + 1));
   opt_.step();
-  opt_.zero_grad();
+  opt_.zero_grad_lazily();
   ++steps_;
   if (ema_.defined()) update_ema(ema_, opt_.flat_params(), options_.ema(), steps_);
   return result;

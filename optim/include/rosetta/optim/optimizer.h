@@ -34,6 +34,10 @@ class Optimizer {
   // One update from the accumulated gradients; increments steps().
   virtual void step() = 0;
   void zero_grad() { grad_.zero_(); }
+  // zero_grad without the pass over the buffer: each parameter's gradient counts as zero and
+  // its next gradient is written over it (Var::zero_grad_lazily). flat_grads() and step() give
+  // their zeros to the parameters that no gradient reached by then.
+  void zero_grad_lazily();
 
   double lr() const { return lr_; }
   void set_lr(double lr);
@@ -41,7 +45,7 @@ class Optimizer {
   int64_t numel() const { return data_.numel(); }
   const std::vector<Var>& params() const ROSETTA_LIFETIMEBOUND { return params_; }
   const Tensor& flat_params() const ROSETTA_LIFETIMEBOUND { return data_; }  // [N]
-  const Tensor& flat_grads() const ROSETTA_LIFETIMEBOUND { return grad_; }   // [N]
+  const Tensor& flat_grads() const ROSETTA_LIFETIMEBOUND;  // [N]
 
   // State for exact resume: tensors named "optim.<buffer>" and metadata "optim.<key>".
   virtual NamedTensors state_tensors() const = 0;
