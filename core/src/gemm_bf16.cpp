@@ -481,8 +481,9 @@ ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t
 // but vectorised instead of NR x AMR chains of dependent adds (the [bf16] tests through the model
 // took 96 s that way). Not instrumented by the sanitizers, whose checks of every element kept it
 // scalar (132 s under them): amx_kernel_model checks what it reads.
-[[gnu::no_sanitize("address", "undefined")]] void amx_products_model(int64_t ks, const uint32_t* a,
-                                                                    const uint32_t* b, float* acc) {
+// (GNU spelling: clang ignores [[gnu::no_sanitize]].)
+__attribute__((no_sanitize("address", "undefined"))) void amx_products_model(int64_t ks, const uint32_t* a,
+                                                                            const uint32_t* b, float* acc) {
   // The pair's halves as floats, by the builtin: a lambda or std::bit_cast is a function of its own,
   // instrumented, and called per element at -O1.
 #define ROSETTA_LO(w) __builtin_bit_cast(float, uint32_t((w) << 16))

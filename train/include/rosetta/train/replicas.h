@@ -90,7 +90,7 @@ class ThreadReplicas {
   std::vector<std::unique_ptr<nn::Module>> extra_;
   std::vector<std::vector<Generator*>> generators_;  // [replica][j]: replica's j-th dropout generator
   std::vector<Tensor> grads_;                        // [N] per extra replica
-  std::vector<std::vector<Var>> params_;             // per extra replica, their gradients views of grads_
+  std::vector<std::vector<Var>> params_;             // per extra replica: its parameters (gradients in grads_)
   int inner_threads_ = 1;
   SharedPackedWeights packed_;  // the model's weights packed for bf16 products (none in fp32)
 };
