@@ -65,6 +65,11 @@ void Var::zero_grad_lazily() const {
   else zero_grad();
 }
 
+void settle_grads(const std::vector<Var>& vars) {
+  for (const Var& v : vars)
+    if (v.grad_is_stale()) v.grad();  // writes its zeros
+}
+
 void Var::bind_grad_buffer(const Tensor& grad) {
   ROSETTA_CHECK(is_leaf(), "bind_grad_buffer: only leaves have gradient buffers");
   ROSETTA_CHECK(grad.shape() == shape() && grad.dtype() == dtype(), "bind_grad_buffer: buffer ",
@@ -139,12 +144,12 @@ GradDest Node::grad_dest(size_t i, const Tensor& like, const Tensor& reuse) {
     // be written over this one.
     bool repeated = false;
     for (size_t j = 0; j < inputs.size(); ++j) repeated = repeated || (j != i && inputs[j].get() == &v);
-    if (repeated) v.grad.zero_();
     v.grad_is_stale = false;
     if (!repeated) {
       d.out = v.grad;
       return d;
     }
+    v.grad.zero_();
   }
   d.meta_ = &v;
   // A leaf's gradient is always contiguous (see pass_into).

@@ -100,8 +100,7 @@ void Optimizer::zero_grad_lazily() {
 }
 
 const Tensor& Optimizer::flat_grads() const {
-  for (const Var& p : params_)
-    if (p.grad_is_stale()) p.grad();  // writes its zeros
+  settle_grads(params_);
   return grad_;
 }
 

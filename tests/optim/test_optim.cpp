@@ -152,9 +152,12 @@ TEST_CASE("zero_grad_lazily: gradients written over, the ones no gradient reache
       (sum(a * double(k)) + sum(b) * 0.5).backward();  // both
       opt.step();
       Tensor held = opt.flat_grads();  // a handle on the buffer, which zero_grad_lazily leaves
-      if (lazily) opt.zero_grad_lazily();
-      else opt.zero_grad();
-      if (lazily) held.copy_(Tensor::full({opt.numel()}, std::numeric_limits<float>::quiet_NaN()));
+      if (lazily) {
+        opt.zero_grad_lazily();
+        held.copy_(Tensor::full({opt.numel()}, std::numeric_limits<float>::quiet_NaN()));
+      } else {
+        opt.zero_grad();
+      }
       sum(square(a)).backward();  // a alone: b's gradient is zero
       const Tensor grads = opt.flat_grads();
       REQUIRE(grads.narrow(0, 12, 5).to_vector<float>() == std::vector<float>(5, 0.0f));

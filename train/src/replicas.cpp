@@ -102,9 +102,7 @@ void ThreadReplicas::reduce_into(const optim::Optimizer& opt) {
   ROSETTA_CHECK(total.dtype() == DType::f32 && total.is_contiguous(),
                 "replicas: the optimizer's gradients must be a contiguous F32 buffer");
   // A parameter no gradient reached in a replica still has last step's in its buffer.
-  for (const std::vector<Var>& params : params_)
-    for (const Var& p : params)
-      if (p.grad_is_stale()) p.grad();  // writes its zeros
+  for (const std::vector<Var>& params : params_) settle_grads(params);
   // One pass over the buffers, split across the threads: each thread adds its own chunk of every
   // replica's buffer (an add_ per replica took ~2.5x longer on tiny). The replicas' buffers are
   // only read: counted as zero below, they are written over by their next gradients, which

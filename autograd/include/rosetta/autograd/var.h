@@ -104,6 +104,10 @@ class Var {
   std::shared_ptr<VarImpl> impl_;
 };
 
+// Writes the zeros of the stale gradient buffers among `vars` (Var::zero_grad_lazily): for code
+// that reads their buffers through a flat view of them rather than through grad().
+void settle_grads(const std::vector<Var>& vars);
+
 // A tensor saved for backward, with the storage version it had when saved: reading it after
 // an in-place write throws instead of computing a wrong gradient.
 class Saved {
