@@ -1,6 +1,10 @@
 // Reductions along one axis: the input is viewed as [outer, n, inner] and reduced over n.
 // Sums accumulate in double. inner == 1 (last axis) reduces contiguous rows; otherwise blocks of
-// 64 inner columns are reduced together so the loads stay contiguous.
+// inner columns are reduced together so the loads stay contiguous (64 columns for max and argmax,
+// a thread's share for sums: sum_columns).
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -74,6 +78,38 @@ void reduce_axis(const T* x, Out* out, const Split& s, Acc init, Step step, Fin 
   });
 }
 
+// Sums over n, in double, for inner > 1: each output's n terms added in the order j = 0, 1, ...
+// as reduce_axis adds them (the same bits), then store(output index, sum). Threads take blocks of
+// columns (of every outer index) wide enough for one or two per thread, at most kSumCols; each
+// block's accumulators stay in L1 while x is read a row of the block at a time. (reduce_axis
+// walked 64-column blocks down the rows, its accumulators on the stack: a linear layer's fp32
+// bias gradient, a column sum of dy, took 2.4% of the default translator's fp32 step.)
+constexpr int64_t kSumCols = 1024;
+
+template <class T, class Store>
+void sum_columns(const T* x, const Split& s, Store store) {
+  const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());  // as parallel_for splits
+  const int64_t per_thread = (s.inner + threads - 1) / threads;
+  const int64_t width = std::min(kSumCols, std::max<int64_t>(16, (per_thread + 15) / 16 * 16));
+  const int64_t nblocks = (s.inner + width - 1) / width;
+  detail::parallel_rows(s.outer * nblocks, s.n * width, [&](int64_t b, int64_t e) {
+    alignas(64) double acc[kSumCols];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / nblocks, i0 = (t % nblocks) * width;
+      const int64_t w = std::min(width, s.inner - i0);
+      double* a = acc;  // a local pointer, not the array captured: the loop vectorises
+      for (int64_t k = 0; k < w; ++k) a[k] = 0.0;
+      const T* base = x + o * s.n * s.inner + i0;
+      for (int64_t j = 0; j < s.n; ++j) {
+        const T* row = base + j * s.inner;
+#pragma omp simd
+        for (int64_t k = 0; k < w; ++k) a[k] += double(row[k]);
+      }
+      for (int64_t k = 0; k < w; ++k) store(o * s.inner + i0 + k, a[k]);
+    }
+  });
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x_in, int axis, bool keepdim) {
@@ -83,9 +119,12 @@ Tensor sum(const Tensor& x_in, int axis, bool keepdim) {
   return dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     Tensor out = Tensor::empty(s.out_keepdim, x.dtype());
-    reduce_axis<T, double>(
-        x.data<T>(), out.data<T>(), s, 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; },
-        [](double a, int64_t) { return T(a); });
+    T* po = out.data<T>();
+    if (s.inner > 1) sum_columns(x.data<T>(), s, [po](int64_t i, double a) { po[i] = T(a); });
+    else
+      reduce_axis<T, double>(
+          x.data<T>(), po, s, 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; },
+          [](double a, int64_t) { return T(a); });
     return finish(out, axis, keepdim);
   });
 }
@@ -200,9 +239,14 @@ void expand_backward(const Tensor& x_in, const GradOut& dst, double alpha) {
         });
         return;
       }
+      const Split s = split_at(x.shape(), axes.back());
+      if (s.inner > 1) {
+        sum_columns(px, s, [po, al, be](int64_t i, double a) { detail::put<Acc>(po[i], be, al * T(a)); });
+        return;
+      }
       reduce_axis<T, double>(
-          px, po, split_at(x.shape(), axes.back()), 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; },
-          [](double a, int64_t) { return T(a); }, [al, be](T& o, T v) { detail::put<Acc>(o, be, al * v); });
+          px, po, s, 0.0, [](double& a, int64_t&, T v, int64_t) { a += v; }, [](double a, int64_t) { return T(a); },
+          [al, be](T& o, T v) { detail::put<Acc>(o, be, al * v); });
     });
   });
   dst.out.bump_version();

@@ -180,6 +180,42 @@ TEST_CASE("reductions match the reference", "[core]") {
   REQUIRE(sum(x, {0}, true).shape() == Shape{1, 2});
 }
 
+TEST_CASE("sums over a leading or middle axis add each column's terms in order, on any thread count", "[core]") {
+  // The bits of a linear layer's fp32 bias gradient: every output is double(x[0]) + double(x[1])
+  // + ... in row order, rounded once, however the columns are split between threads.
+  Generator g(16);
+  const int saved = omp_get_max_threads();
+  for (const Shape& s : {Shape{300, 1}, Shape{300, 7}, Shape{513, 2500}, Shape{3, 257, 40}, Shape{2, 5, 1030}}) {
+    const Tensor x = g.normal(s);
+    const int64_t outer = s.size() == 3 ? s[0] : 1, n = s[s.size() - 2], inner = s[s.size() - 1];
+    std::vector<float> want(size_t(outer * inner)), want_acc(want.size());
+    const Tensor prior = g.normal({outer * inner});
+    const std::vector<float> px = x.to_vector<float>(), pp = prior.to_vector<float>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double a = 0;
+        for (int64_t j = 0; j < n; ++j) a += double(px[size_t((o * n + j) * inner + i)]);
+        const size_t at = size_t(o * inner + i);
+        want[at] = float(a);
+        want_acc[at] = 0.5f * pp[at] + (-2.0f * float(a) + 0.0f);
+      }
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      INFO("shape " << s << ", " << threads << " threads");
+      const Tensor got = sum(x, int(s.size()) - 2, false);
+      const bool same = got.to_vector<float>() == want;  // not REQUIRE(a == b): Catch prints both
+      REQUIRE(same);
+      if (outer == 1) {  // expand_backward into [inner] with alpha -2 and beta 0.5
+        Tensor out = prior.clone();
+        expand_backward(x, {out, 0.5}, -2.0);
+        const bool same_acc = out.to_vector<float>() == want_acc;
+        REQUIRE(same_acc);
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST_CASE("sum_to reverses broadcasting", "[core]") {
   Generator g(15);
   const Tensor x = g.normal({2, 3, 4});
