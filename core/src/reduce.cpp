@@ -112,6 +112,25 @@ void sum_columns(const T* x, const Split& s, Store store) {
 
 }  // namespace
 
+namespace detail {
+double ordered_sum(int64_t n, bool parallel, const std::function<double(int64_t, int64_t)>& partial) {
+  if (!parallel || n <= 1 || omp_get_max_threads() == 1 || omp_in_parallel()) return 0.0 + partial(0, n);
+  std::vector<double> parts(size_t(omp_get_max_threads()), 0.0);
+  int used = 1;
+#pragma omp parallel
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t q = n / nt, r = n % nt;  // the first r chunks one longer, as schedule(static)
+    const int64_t b = t * q + std::min(t, r), e = b + q + (t < r ? 1 : 0);
+    parts[size_t(t)] = b < e ? partial(b, e) : 0.0;
+    if (t == 0) used = int(nt);
+  }
+  double s = 0.0;
+  for (int t = 0; t < used; ++t) s += parts[size_t(t)];
+  return s;
+}
+}  // namespace detail
+
 Tensor sum(const Tensor& x_in, int axis, bool keepdim) {
   axis = normalize_axis(axis, x_in.dim());
   const Tensor x = x_in.contiguous();

@@ -177,29 +177,31 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits_in, const Tensor& 
     Tensor lse = Tensor::empty({N}, logits.dtype());
     const T* px = logits.data<T>();
     T* pl = lse.data<T>();
-    double total = 0;
-    // Rows are independent; the loss is reduced in double per thread. Inline on a replica's
-    // thread: a nested region is a team of one that still costs a trip through the thread pool.
-#pragma omp parallel for reduction(+ : total) schedule(static) \
-    if (N * V >= detail::kParallelGrain && !omp_in_parallel())
-    for (int64_t i = 0; i < N; ++i) {
-      const T* row = px + i * V;
-      if (pt[i] == ignore_index) {
-        pl[i] = T(0);
-        continue;
-      }
-      const double l = row_logsumexp(row, V);
-      pl[i] = T(l);
-      const double nll = l - row[pt[i]];
-      double smooth = 0;
-      if (smoothing > 0) {
-        T s = 0;
+    // Rows are independent; the loss is reduced in double per thread, and the threads' sums in
+    // their order (ordered_sum). Inline on a replica's thread: a nested region is a team of one
+    // that still costs a trip through the thread pool.
+    const double total = detail::ordered_sum(N, N * V >= detail::kParallelGrain, [&](int64_t b, int64_t e) {
+      double part = 0;
+      for (int64_t i = b; i < e; ++i) {
+        const T* row = px + i * V;
+        if (pt[i] == ignore_index) {
+          pl[i] = T(0);
+          continue;
+        }
+        const double l = row_logsumexp(row, V);
+        pl[i] = T(l);
+        const double nll = l - row[pt[i]];
+        double smooth = 0;
+        if (smoothing > 0) {
+          T s = 0;
 #pragma omp simd reduction(+ : s)
-        for (int64_t j = 0; j < V; ++j) s += row[j];
-        smooth = l - double(s) / double(V);
+          for (int64_t j = 0; j < V; ++j) s += row[j];
+          smooth = l - double(s) / double(V);
+        }
+        part += (1.0 - smoothing) * nll + smoothing * smooth;
       }
-      total += (1.0 - smoothing) * nll + smoothing * smooth;
-    }
+      return part;
+    });
     const double loss = count > 0 ? total / double(count) : 0.0;
     return CrossEntropyResult{Tensor::scalar(loss, logits.dtype()), lse, count};
   });

@@ -205,9 +205,14 @@ std::vector<std::pair<std::string, Tensor*>> Adam::buffers() {
 double grad_norm(const Optimizer& opt) {
   const float* g = opt.flat_grads().data<float>();
   const int64_t n = opt.numel();
-  double s = 0;
-#pragma omp parallel for simd reduction(+ : s) schedule(static) if (n >= kGrain)
-  for (int64_t i = 0; i < n; ++i) s += double(g[i]) * g[i];
+  // The threads' partial sums added in their order: the same norm on every call (see ordered_sum).
+  const double s = detail::ordered_sum(n, n >= kGrain, [g](int64_t b, int64_t e) {
+    const float* g_ = g;  // a local, not the capture: the loop vectorises
+    double part = 0;
+#pragma omp simd reduction(+ : part)
+    for (int64_t i = b; i < e; ++i) part += double(g_[i]) * g_[i];
+    return part;
+  });
   return std::sqrt(s);
 }
 

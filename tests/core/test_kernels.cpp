@@ -216,6 +216,41 @@ TEST_CASE("sums over a leading or middle axis add each column's terms in order, 
   omp_set_num_threads(saved);
 }
 
+TEST_CASE("ordered_sum adds the threads' partial sums in thread order, over schedule(static)'s chunks", "[core]") {
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 5, 8}) {
+    omp_set_num_threads(threads);
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(1000), int64_t(1003)}) {
+      INFO(threads << " threads, n " << n);
+      // Partials whose sum depends on the order they are added in: 1e16 absorbs 1 unless the 1
+      // comes first.
+      std::vector<std::pair<int64_t, int64_t>> chunks(size_t(threads), {-1, -1});
+      const double got = detail::ordered_sum(n, true, [&](int64_t b, int64_t e) {
+        chunks[size_t(omp_get_thread_num())] = {b, e};
+        return omp_get_thread_num() % 2 == 0 ? 1.0 : (omp_get_thread_num() == 1 ? 1e16 : -1e16);
+      });
+      // schedule(static): thread t takes q + 1 items if t < n % T, else q, in thread order.
+      const int64_t q = n / threads, r = n % threads;
+      double want = 0;
+      int64_t at = 0;
+      for (int t = 0; t < threads; ++t) {
+        const int64_t len = q + (t < r ? 1 : 0);
+        if (len == 0) continue;
+        REQUIRE(chunks[size_t(t)] == std::pair<int64_t, int64_t>{at, at + len});
+        at += len;
+        want += t % 2 == 0 ? 1.0 : (t == 1 ? 1e16 : -1e16);
+      }
+      REQUIRE(at == n);
+      REQUIRE(got == want);
+    }
+    // Not parallel: one call over everything.
+    int calls = 0;
+    REQUIRE(detail::ordered_sum(10, false, [&](int64_t b, int64_t e) { ++calls; return double(e - b); }) == 10.0);
+    REQUIRE(calls == 1);
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST_CASE("sum_to reverses broadcasting", "[core]") {
   Generator g(15);
   const Tensor x = g.normal({2, 3, 4});
@@ -345,6 +380,23 @@ TEST_CASE("softmax backward kernels match finite differences", "[core]") {
     }
     REQUIRE_THAT(dx, AllClose(Tensor::from_vector(num, x.shape()), 1e-6, 1e-8));
   }
+}
+
+TEST_CASE("the cross-entropy loss has the same bits on every call, whatever the thread count", "[core]") {
+  Generator g(21);
+  const int64_t N = 2000, V = 1000;  // above the parallel grain
+  // In double: a float loss would round most last-bit differences of its double sum away.
+  const Tensor logits = g.normal({N, V}, 0, 2).to(DType::f64), targets = g.randint({N}, 0, int32_t(V));
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 7}) {
+    omp_set_num_threads(threads);
+    const double first = cross_entropy_forward(logits, targets, 0.1, -1).loss.item();
+    bool same = true;
+    for (int k = 0; k < 20; ++k) same = same && cross_entropy_forward(logits, targets, 0.1, -1).loss.item() == first;
+    INFO(threads << " threads");
+    REQUIRE(same);
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("fused cross-entropy matches the reference", "[core]") {

@@ -1,5 +1,7 @@
 // Optimizers against PyTorch 1.13 trajectories (tests/golden/optim_trajectories.safetensors:
 // fixed gradients fed for 25 steps), flat-buffer mechanics, state resume, clipping, schedules.
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -234,6 +236,27 @@ TEST_CASE("gradient clipping by global norm", "[optim]") {
   gb.fill_(INFINITY);
   REQUIRE(std::isinf(clip_grad_norm(opt, 1.0)));
   REQUIRE_THAT(a.grad().at({0}), Catch::Matchers::WithinRel(0.6, 1e-5));
+}
+
+TEST_CASE("the gradient norm has the same bits on every call, whatever the thread count", "[optim]") {
+  // With a reduction clause the threads' sums were added in the order they finished: on 3 threads
+  // two runs of the same training logged norms that differed in their last digits.
+  Generator g(5);
+  Var a(Tensor::zeros({300001}), true);
+  SGD opt({a}, SGDOptions{});
+  Tensor ga = a.grad();
+  ga.copy_(g.normal({300001}));
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 5, 16}) {
+    omp_set_num_threads(threads);
+    const double first = grad_norm(opt);
+    bool same = true;
+    for (int k = 0; k < 50; ++k) same = same && grad_norm(opt) == first;
+    INFO(threads << " threads");
+    REQUIRE(same);
+    REQUIRE_THAT(first, Catch::Matchers::WithinRel(std::sqrt(double(sum_all(mul(a.grad(), a.grad())).item())), 1e-5));
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("learning-rate schedules", "[optim]") {

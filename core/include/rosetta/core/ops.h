@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -361,6 +362,13 @@ void for_counter_runs(uint32_t key, uint64_t offset, int64_t b, int64_t e, F&& f
     b += n;
   }
 }
+// The sum of partial(b, e) over [0, n) split as OpenMP's schedule(static) splits a loop (thread t
+// of T takes the t-th of T near-equal contiguous chunks), on the calling thread's team when
+// `parallel` (and not already inside a parallel region), the partials added in thread order
+// starting from 0. A `reduction(+ : s)` clause adds them in the order the threads finish: on 3
+// or more threads the same sum came out in different last bits from one call to the next. On 1
+// or 2 threads the result is the reduction clause's, bit for bit.
+double ordered_sum(int64_t n, bool parallel, const std::function<double(int64_t, int64_t)>& partial);
 }  // namespace detail
 
 inline bool dropout_keep(uint64_t seed, uint64_t counter, double p) {
