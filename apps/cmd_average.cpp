@@ -51,7 +51,12 @@ void run_average(const AverageArgs& a) {
     for (const std::string& path : a.inputs) inputs.push_back({path, ""});
   }
   ROSETTA_CHECK(out != "-", "--out: the averaged weights go to a file, not standard output");
-  check_output_path(out, "--out");
+  check_output_path(out, "--out", OutputKind::weights);
+  for (const AverageInput& in : inputs) {
+    std::error_code ec;
+    ROSETTA_CHECK(!fs::equivalent(in.path, out, ec), "--out ", out, " is one of the files averaged: not written over ",
+                  "(give another file name)");
+  }
   const std::string steps = average_weight_files(inputs, out);
   spdlog::info("wrote {}: the mean of {} snapshot(s), steps {}", out, inputs.size(), steps);
 }

@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "decode_args.h"
 #include "log.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
@@ -304,7 +305,8 @@ void register_sweep(CLI::App& app) {
       ->check(CLI::IsMember({"bleu", "chrf", "loss"}))->capture_default_str();
   cmd->add_option("--test", a->test, "test set (TSV) to evaluate the selected run on, and only it");
   cmd->add_option("--beam", a->beam, "beam size for --test")->check(CLI::Range(1, 64))->capture_default_str();
-  cmd->add_option("--length-penalty", a->length_penalty, "length penalty for --test")->capture_default_str();
+  cmd->add_option("--length-penalty", a->length_penalty, "length penalty for --test")
+      ->check(finite_range(0.0, 10.0))->capture_default_str();
   cmd->add_flag("--dry-run", a->dry_run, "print the commands the sweep would run, and exit");
   cmd->add_option("train-flags", a->common, "after --: rosetta train flags for every run (data, model...)");
   cmd->footer(R"(The grid: one configuration per line, NAME then rosetta train flags split on whitespace;

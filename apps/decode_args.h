@@ -52,12 +52,24 @@ inline void apply_precision(const std::string& choice, bool say_auto = false) {
   if (!note.empty() && (choice != "auto" || say_auto)) spdlog::info(note);
 }
 
+// A number in [lo, hi]. CLI::Range lets NaN through (every comparison with it is false).
+inline CLI::Validator finite_range(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "Value " + text + " is not a number";
+        if (!(v >= lo && v <= hi)) return "Value " + text + " not in range " + CLI::detail::to_string(lo) + " to " + CLI::detail::to_string(hi);
+        return std::string();
+      },
+      "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
+}
+
 inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
   cmd.add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64))->capture_default_str();
   cmd.add_option("--length-penalty", a.length_penalty, "score = log-prob / length^A")
-      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+      ->check(finite_range(0.0, 10.0))->capture_default_str();
   cmd.add_option("--max-len-a", a.max_len_a, "at most A x source tokens + B target tokens")
-      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+      ->check(finite_range(0.0, 100.0))->capture_default_str();
   cmd.add_option("--max-len-b", a.max_len_b, "see --max-len-a")->check(CLI::Range(int64_t(0), int64_t(1) << 20))
       ->capture_default_str();
   cmd.add_option("--no-repeat-ngram", a.no_repeat_ngram, "N > 0: no translation repeats an N-gram of pieces (0: off)")

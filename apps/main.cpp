@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "log.h"
 #include "rosetta/core/check.h"
+#include "text_io.h"
 
 namespace {
 
@@ -79,6 +80,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     // Library errors name the file, line or value involved.
+    print_error(rosetta::cli::error_message(e));
+    return 1;
+  }
+  try {
+    rosetta::cli::check_stdout();  // what any command printed (a report, scores, a config)
+  } catch (const std::exception& e) {
     print_error(rosetta::cli::error_message(e));
     return 1;
   }

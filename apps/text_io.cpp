@@ -1,12 +1,17 @@
 #include "text_io.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
+#include <system_error>
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
+#include "rosetta/train/checkpoint.h"
+#include "rosetta/translator/translator.h"
 
 namespace rosetta::cli {
 
@@ -14,21 +19,67 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> read_lines(const std::string& path) {
   if (!path.empty() && path != "-") return data::read_lines(path);
-  std::ostringstream text;
-  text << std::cin.rdbuf();
-  return data::parse_lines(text.str(), "<stdin>");
+  // Read through the descriptor: a stream's rdbuf() copy reports no read error (stdin a
+  // directory read as an empty input).
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ROSETTA_FAIL("<stdin>: read failed: ", std::generic_category().message(errno));
+    }
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+  }
+  return data::parse_lines(text, "<stdin>");
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
+  // The names of standard output are written through it: replacing the file /dev/stdout leads to
+  // (a shell's `> file`) would leave the shell writing to a file no longer there.
+  if (path.empty() || path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
     std::cout << text;
-    std::cout.flush();
+    check_stdout();
   } else {
     write_file_atomic(path, text);
   }
 }
 
-void check_output_path(const std::string& path, const std::string& flag) {
+void check_stdout() {
+  errno = 0;
+  std::cout.flush();
+  ROSETTA_CHECK(std::cout.good(), "<stdout>: write failed",
+                errno != 0 ? ": " + std::generic_category().message(errno) : std::string());
+}
+
+namespace {
+// Why the existing file `p` must not be replaced by an output of `kind`, or "" when it may be.
+// A run's own files (what `rosetta train` keeps beside config.toml: its weights, state,
+// tokenizers, configuration and logs) are never written over by another command; nor is any
+// weights or tokenizer file by a text output (translations, a report, a chart).
+std::string protected_reason(const fs::path& p, OutputKind kind) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return "";
+  const std::string name = p.filename().string();
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (fs::exists(dir / "config.toml", ec)) {
+    const translator::RunPaths run(dir.string());
+    const std::vector<std::string> kept{run.config(),      run.src_model(),     run.tgt_model(),
+                                        run.checkpoint(),  train::previous_checkpoint(run.checkpoint()),
+                                        run.best(),        run.ema(),           run.log(),
+                                        run.metrics(),     run.translations(),  dir.string() + "/train.lock"};
+    for (const std::string& k : kept)
+      if (fs::path(k).filename() == name) return "a file of the run in " + dir.string() + " (rosetta train's)";
+    if (name.starts_with("step-") && name.ends_with(".safetensors")) return "a weights snapshot of the run in " + dir.string();
+  }
+  if (kind == OutputKind::text && (name.ends_with(".safetensors") || name.ends_with(".model")))
+    return "a weights or tokenizer file";
+  return "";
+}
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& flag, OutputKind kind) {
   if (path.empty() || path == "-") return;
   const fs::path p(path);
   std::error_code ec;
@@ -36,6 +87,8 @@ void check_output_path(const std::string& path, const std::string& flag) {
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   ROSETTA_CHECK(fs::is_directory(dir, ec), flag, " ", path, ": ", dir.string(),
                 fs::exists(dir, ec) ? " is not a directory" : " does not exist");
+  const std::string reason = protected_reason(p, kind);
+  ROSETTA_CHECK(reason.empty(), flag, " ", path, " is ", reason, ": not written over (give another file name)");
 }
 
 }  // namespace rosetta::cli

@@ -12,10 +12,17 @@ namespace rosetta::cli {
 // directory or unreadable, or a line holds invalid UTF-8 or a NUL byte or is longer than the
 // corpus readers' limit (data::ReadOptions).
 std::vector<std::string> read_lines(const std::string& path);
-// Writes text to FILE atomically ("-" or "" = standard output).
+// Writes text to FILE atomically ("-", "" or /dev/stdout = standard output); throws when it was
+// not written.
 void write_text(const std::string& path, const std::string& text);
+// Flushes standard output and throws unless everything written to it arrived (a full disk).
+void check_stdout();
+// What a command writes: text (translations, scores, a report, a chart) or model weights.
+enum class OutputKind { text, weights };
 // Throws naming `flag` unless FILE ("-" or "" = standard output) could be written: its
-// directory exists and FILE is not a directory. For failing before the work, not after.
-void check_output_path(const std::string& path, const std::string& flag);
+// directory exists and FILE is not a directory; nor one of a run's own files (its weights,
+// checkpoints, tokenizers, config.toml and logs, beside config.toml), nor, for text, any
+// existing .safetensors or .model file. For failing before the work, not after.
+void check_output_path(const std::string& path, const std::string& flag, OutputKind kind = OutputKind::text);
 
 }  // namespace rosetta::cli

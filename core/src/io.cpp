@@ -81,8 +81,28 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  ROSETTA_CHECK(!path.empty(), "write_file_atomic: empty path");
+void write_file_atomic(const std::string& path_in, std::string_view bytes) {
+  ROSETTA_CHECK(!path_in.empty(), "write_file_atomic: empty path");
+  std::string path = path_in;
+  struct stat st {};
+  if (::stat(path_in.c_str(), &st) == 0) {  // exists (a symbolic link: what it points to)
+    ROSETTA_CHECK(!S_ISDIR(st.st_mode), path_in, ": is a directory, expected a file");
+    if (!S_ISREG(st.st_mode)) {
+      // A device, pipe or socket (/dev/stdout, /dev/null, a FIFO) has nothing to replace: renaming
+      // a file over it would replace the device itself (as root, even /dev/full). Written in place.
+      Fd f(::open(path_in.c_str(), O_WRONLY | O_CLOEXEC));
+      ROSETTA_CHECK(f.fd >= 0, path_in, ": cannot open for writing: ", errno_text(errno));
+      if (int err = write_all(f.fd, bytes)) ROSETTA_FAIL(path_in, ": write failed: ", errno_text(err));
+      ROSETTA_CHECK(f.close_checked() == 0, path_in, ": close failed: ", errno_text(errno));
+      return;
+    }
+    // A link to a regular file: the file it points to is replaced, the link stays.
+    std::error_code ec;
+    if (std::filesystem::is_symlink(path_in, ec)) {
+      const std::filesystem::path target = std::filesystem::canonical(path_in, ec);
+      if (!ec) path = target.string();
+    }
+  }
   const std::string dir = parent_directory(path);
 
   // A fresh temporary name in the same directory (rename is atomic only within a filesystem).

@@ -68,6 +68,12 @@ std::vector<std::vector<Hypothesis>> search(const Transformer& model, const Tens
   ROSETTA_CHECK(o.beam() >= 1 && o.n_best() >= 1 && o.n_best() <= o.beam(), "search: beam ",
                 o.beam(), " and n_best ", o.n_best(), " must satisfy 1 <= n_best <= beam");
   ROSETTA_CHECK(o.no_repeat_ngram() >= 0, "search: no_repeat_ngram must not be negative, got ", o.no_repeat_ngram());
+  // (NaN fails these too: it would score every hypothesis NaN, or cut every one to a token.)
+  ROSETTA_CHECK(o.length_penalty() >= 0 && std::isfinite(o.length_penalty()),
+                "search: length_penalty must be finite and non-negative, got ", o.length_penalty());
+  ROSETTA_CHECK(o.max_len_a() >= 0 && std::isfinite(o.max_len_a()) && o.max_len_b() >= 0,
+                "search: max_len_a and max_len_b must be finite and non-negative, got ", o.max_len_a(), " and ",
+                o.max_len_b());
   NoGradGuard no_grad;
   // Every step multiplies by the same weights: in bf16, pack them once for the whole search.
   const PackedWeightsScope packed_weights;

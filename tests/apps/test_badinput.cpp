@@ -499,3 +499,69 @@ TEST_CASE("bad input: input lines longer than the model's maximum length are tru
   // A symbol the copy task does not know names its line.
   require_error(run_rosetta("translate --model " + run, "1 2\n1 9\n"), {"<stdin>: line 2", "'9'"});
 }
+
+// ---------------------------------------------------------------- outputs
+
+TEST_CASE("bad input: an output flag naming one of a run's files, or a weights file", "[badinput]") {
+  TempDir work("bad_output_over_run");
+  const std::string run = train_copy(work, "run");
+  const Snapshot before = snapshot(run);
+  const std::string in = work / "in.txt";
+  write_file(in, "1 2 3\n");
+  for (const std::string& args :
+       {"translate --model " + run + " --input " + in + " --output " + run + "/checkpoint.safetensors",
+        "translate --model " + run + " --input " + in + " --attention " + run + "/best.safetensors",
+        "translate --model " + run + " --input " + in + " --output " + run + "/config.toml",
+        "plot --run " + run + " --out " + run + "/metrics.jsonl", "report " + run + " --out " + run + "/train.log",
+        "average --inputs " + run + "/best.safetensors " + run + "/checkpoint.safetensors --out " + run +
+            "/best.safetensors"})
+    require_error(run_rosetta(args), {"is a file of the run in " + run, "not written over"});
+  require_untouched(before, run);
+  // A weights file anywhere is not a text output's to replace; nor is an input average's.
+  fs::copy_file(run + "/best.safetensors", work / "mine.safetensors");
+  require_error(run_rosetta("translate --model " + run + " --input " + in + " --output " + (work / "mine.safetensors")),
+                {"mine.safetensors is a weights or tokenizer file"});
+  require_error(run_rosetta("average --inputs " + (work / "mine.safetensors") + " " + run + "/best.safetensors --out " +
+                            (work / "mine.safetensors")),
+                {"is one of the files averaged"});
+  REQUIRE(slurp(work / "mine.safetensors") == before.at("best.safetensors"));
+  // Files of its own a command may write again.
+  REQUIRE(run_rosetta("translate --model " + run + " --input " + in + " --output " + run + "/out.txt").exit_code == 0);
+  REQUIRE(run_rosetta("translate --model " + run + " --input " + in + " --output " + run + "/out.txt").exit_code == 0);
+}
+
+TEST_CASE("bad input: standard output that cannot take the output, standard input that cannot be read",
+          "[badinput]") {
+  TempDir work("bad_std_streams");
+  const std::string run = train_copy(work, "run");
+  require_error(run_rosetta("translate --model " + run + " > /dev/full", "1 2 3\n"),
+                {"<stdout>: write failed", "No space left on device"});
+  require_error(run_rosetta("translate --model " + run + " --output /dev/full", "1 2 3\n"),
+                {"/dev/full: write failed"});
+  REQUIRE(fs::is_character_file("/dev/full"));  // written, not replaced by a file
+  require_error(run_rosetta("train --dump-config > /dev/full"), {"<stdout>: write failed"});
+  require_error(run_rosetta("translate --model " + run + " < " + work.str()), {"<stdin>: read failed", "directory"});
+}
+
+TEST_CASE("bad input: NaN and out-of-range search settings", "[badinput]") {
+  TempDir work("bad_search_flags");
+  const std::string run = train_copy(work, "run");
+  for (const char* value : {"nan", "inf", "-1"}) {
+    require_error(run_rosetta("translate --model " + run + " --length-penalty " + value, "1 2\n"),
+                  {"--length-penalty", std::string("Value ") + value + " not in range"});
+    require_error(run_rosetta("translate --model " + run + " --max-len-a " + value, "1 2\n"),
+                  {"--max-len-a", std::string("Value ") + value + " not in range"});
+  }
+  const std::string out = existing_out(work);
+  const Snapshot before = snapshot(out);
+  require_error(run_rosetta(std::string("train ") + kCopyFlags + " --max-steps 2 --out " + out + " --valid-beam 100000"),
+                {"--valid-beam 100000 outside [1, 64]"});
+  require_error(run_rosetta(std::string("train ") + kCopyFlags + " --max-steps 2 --out " + out +
+                            " --valid-length-penalty nan"),
+                {"--valid-length-penalty nan outside [0, 10]"});
+  // Copies of the corpus that do not fit the memory are refused before they are made.
+  require_error(run_rosetta("train --train " + toy_tsv(work) + " " + kToyFlags +
+                            " --max-steps 2 --memory-limit 64M --train-repeat 100000 --out " + out),
+                {"copying the training pairs needs", "--train-repeat 100000"});
+  require_untouched(before, out);
+}

@@ -1,4 +1,5 @@
 // File I/O (read_file, write_file_atomic, ensure_directory) and the safetensors format.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -440,6 +441,30 @@ TEST_CASE("write_file_atomic replaces the file and leaves no temporary file", "[
   CHECK(read_file(dir.file("bare.txt")) == "x");
 }
 
+TEST_CASE("write_file_atomic writes a pipe in place and replaces what a link points to", "[io]") {
+  ScratchDir dir;
+  // A FIFO (as /dev/stdout or a device): renaming a file over it would replace the pipe itself.
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // a reader, so opening to write succeeds
+  REQUIRE(reader >= 0);
+  write_file_atomic(fifo, "through the pipe");
+  char buf[64] = {};
+  const ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  CHECK(std::string(buf, size_t(std::max<ssize_t>(n, 0))) == "through the pipe");
+  CHECK(fs::is_fifo(fifo));
+  CHECK(dir.listing() == std::vector<std::string>{"pipe"});
+
+  // A symbolic link to a file: the file gets the bytes, the link stays a link.
+  write_file_atomic(dir.file("target.txt"), "old");
+  fs::create_symlink("target.txt", dir.file("link.txt"));
+  write_file_atomic(dir.file("link.txt"), "new");
+  CHECK(fs::is_symlink(dir.file("link.txt")));
+  CHECK(read_file(dir.file("target.txt")) == "new");
+  REQUIRE_THROWS_WITH(write_file_atomic(dir.path.string(), "x"), Catch::Contains("is a directory"));
+}
+
 TEST_CASE("write_file_atomic failures throw, name the path and leave nothing behind", "[io]") {
   ScratchDir dir;
 
@@ -455,9 +480,8 @@ TEST_CASE("write_file_atomic failures throw, name the path and leave nothing beh
   SECTION("target is a directory") {
     fs::create_directory(dir.path / "target");
     const std::string path = dir.file("target");
-    REQUIRE_THROWS_WITH(write_file_atomic(path, "data"),
-                        StartsWith(path + ": cannot rename '") && Contains("' over it: "));
-    CHECK(dir.listing() == std::vector<std::string>{"target"});  // temp file removed
+    REQUIRE_THROWS_WITH(write_file_atomic(path, "data"), Catch::Equals(path + ": is a directory, expected a file"));
+    CHECK(dir.listing() == std::vector<std::string>{"target"});  // no temporary file
     CHECK(fs::is_directory(path));
   }
 

@@ -1,5 +1,6 @@
 // Greedy and beam search on the incremental decoder.
 #include <cmath>
+#include <limits>
 
 #include "rosetta/nn/nn.h"
 #include "support.h"
@@ -121,4 +122,9 @@ TEST_CASE("search with no_repeat_ngram never repeats an n-gram, and is plain sea
     }
   }
   REQUIRE_THROWS_AS(search(m, src, SearchOptions().no_repeat_ngram(-1)), Error);
+  // NaN would score every hypothesis NaN (length penalty) or cut every one to a token (max_len_a).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  REQUIRE_THROWS_WITH(search(m, src, SearchOptions().length_penalty(nan)), Catch::Contains("length_penalty"));
+  REQUIRE_THROWS_WITH(search(m, src, SearchOptions().max_len_a(nan)), Catch::Contains("max_len_a"));
+  REQUIRE_THROWS_AS(search(m, src, SearchOptions().length_penalty(-1)), Error);
 }

@@ -59,7 +59,8 @@ void TrainConfig::validate() const {
                 " needs --tokenizer unigram: a BPE model has one segmentation per sentence");
   ROSETTA_CHECK(ema >= 0 && ema < 1, "--ema ", ema, " outside [0, 1)");
   ROSETTA_CHECK(keep_checkpoints >= 0, "--keep-checkpoints must not be negative, got ", keep_checkpoints);
-  ROSETTA_CHECK(std::isfinite(valid_length_penalty), "--valid-length-penalty must be a number");
+  ROSETTA_CHECK(valid_length_penalty >= 0 && valid_length_penalty <= 10, "--valid-length-penalty ", valid_length_penalty,
+                " outside [0, 10] (as translate's --length-penalty)");
   ROSETTA_CHECK(best_metric == "loss" || valid_bleu_sentences > 0, "--best-metric ", best_metric,
                 " needs validation translations (--valid-bleu-sentences > 0)");
   ROSETTA_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing ", label_smoothing,
@@ -81,7 +82,7 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(validate_every >= 0 && save_every >= 0 && valid_bleu_sentences >= 0,
                 "--validate-every, --save-every and --valid-bleu-sentences must not be negative");
   positive("log-every", log_every);
-  positive("valid-beam", valid_beam);
+  ROSETTA_CHECK(valid_beam >= 1 && valid_beam <= 64, "--valid-beam ", valid_beam, " outside [1, 64] (as translate's --beam)");
   ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
   ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
   ROSETTA_CHECK(precision != "int8", "--precision int8 is for decoding (translate, eval); training runs fp32, bf16 or auto");

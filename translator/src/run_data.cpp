@@ -7,6 +7,7 @@
 #include "rosetta/core/io.h"
 #include "rosetta/core/random.h"
 #include "rosetta/data/ding.h"
+#include "rosetta/train/resources.h"
 
 namespace rosetta::translator {
 
@@ -142,6 +143,16 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   d.codec = Codec::sentencepiece(src_tok, tgt_tok);
 
   // The training pairs as text: the sentence pairs --train-repeat times, then the extra pairs.
+  if (c.train_repeat > 1) {  // refused before the copies are made, not by the kernel's OOM killer
+    double bytes = 0;
+    for (const data::SentencePair& p : train.pairs) bytes += double(p.src.size() + p.tgt.size() + 2 * sizeof(std::string));
+    const double copies = bytes * double(c.train_repeat);
+    // Tokenized: ~1 piece per 3 bytes of text, 4 bytes each, in two vectors per pair.
+    const double ids = copies / 3 * 4 + double(train.pairs.size()) * double(c.train_repeat) * 2 * sizeof(std::vector<int32_t>);
+    train::MemoryBudget(c.memory_limit)
+        .check({"copying the training pairs", {{"text", copies}, {"token ids", ids}},
+                concat("--train-repeat ", c.train_repeat, " copies the ", train.pairs.size(), " pairs that many times")});
+  }
   std::vector<data::SentencePair> text;
   for (int64_t r = 0; r < c.train_repeat; ++r) text.insert(text.end(), train.pairs.begin(), train.pairs.end());
   const size_t n_sentences = text.size();

@@ -14,7 +14,9 @@ std::string read_file(const std::string& path);
 // Replaces `path` with `bytes` so that a reader sees either the old file or the new one, never a
 // mix, even after a crash: writes `path.tmp.<pid>.<n>` in the same directory, fsyncs it, renames
 // it over `path`, then fsyncs the directory. On failure the temporary file is removed, the old
-// file is left untouched, and the error names `path`.
+// file is left untouched, and the error names `path`. A symbolic link keeps pointing where it
+// did: the file it points to is replaced. An existing device, pipe or socket (/dev/stdout, a
+// FIFO) is written in place, as there is no file to replace.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Renames `from` over `to` (atomic within one filesystem: a reader sees the old file or the new
