@@ -1,8 +1,11 @@
 #include "train_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
+#include <limits>
 #include <sstream>
+#include <system_error>
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
@@ -18,10 +21,35 @@ bool set_without_flag(const std::string& key) {
   return key == "src_vocab" || key == "tgt_vocab" || key == "pad_id" || key == "layer_norm_eps";
 }
 
+// An integer that fits T as written. CLI11 2.1 reads integers with strtoll/strtoull and keeps what
+// they return: 99999999999999999999 became the largest int64 (--max-steps: no limit) and -1 the
+// largest uint64 (--seed).
+template <class T>
+CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        T v{};
+        const char* b = text.data() + (text.starts_with('+') ? 1 : 0);
+        const auto [end, err] = std::from_chars(b, text.data() + text.size(), v);
+        if (err == std::errc::result_out_of_range || (std::is_unsigned_v<T> && text.starts_with('-')))
+          return "Value " + text + " out of range " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                 std::to_string(std::numeric_limits<T>::max());
+        if (err != std::errc() || end != text.data() + text.size()) return "Value " + text + " is not a whole number";
+        return std::string();
+      },
+      "");
+}
+
+template <class T>
+void check_integer(CLI::Option* opt) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) opt->check(whole_number<T>());
+}
+
 template <class T>
 CLI::Option* add_model_flag(CLI::App& cmd, T& value, const nn::OptionField& f) {
   CLI::Option* opt = cmd.add_option(model_option_flag(f.key), value, f.description);
   if (!f.choices.empty()) opt->check(CLI::IsMember(f.choices));
+  check_integer<T>(opt);
   return opt;
 }
 
@@ -56,6 +84,7 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
       else
         opt = cmd.add_option(flag, value, f.description);
       if (!f.choices.empty()) opt->check(CLI::IsMember(f.choices));
+      check_integer<T>(opt);
       opt->group(f.group)->configurable(f.saved);
     }
   });

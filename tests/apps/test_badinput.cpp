@@ -565,3 +565,16 @@ TEST_CASE("bad input: NaN and out-of-range search settings", "[badinput]") {
                 {"copying the training pairs needs", "--train-repeat 100000"});
   require_untouched(before, out);
 }
+
+TEST_CASE("bad input: whole numbers too large for their option, or negative for an unsigned one", "[badinput]") {
+  TempDir work("bad_integers");
+  const std::string out = existing_out(work);
+  const Snapshot before = snapshot(out);
+  // CLI11 kept what strtoll/strtoull returned: the largest int64 (no step limit), the largest uint64.
+  for (const auto& [flag, fragment] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-steps 99999999999999999999", "--max-steps: Value 99999999999999999999 out of range"},
+           {"--seed -1", "--seed: Value -1 out of range 0 to 18446744073709551615"},
+           {"--ff 2.5", "--ff: Value 2.5 is not a whole number"}})
+    require_error(run_rosetta(std::string("train ") + kCopyFlags + " --out " + out + " " + flag), {fragment});
+  require_untouched(before, out);
+}
