@@ -26,7 +26,10 @@ void run_plot(const std::string& dir, const std::string& out) {
     ++n;
     if (line.empty()) continue;
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    ROSETTA_CHECK(!j.is_discarded() && j.is_object(), run.metrics(), ":", n, ": not a JSON object");
+    if (j.is_discarded() || !j.is_object()) {  // as `report` reads it: e.g. the last line of a killed run
+      spdlog::warn("{}:{}: skipped: not a JSON object (a truncated or malformed line)", run.metrics(), n);
+      continue;
+    }
     const std::string kind = j.value("kind", "");
     const double step = value(j, "step");
     if (kind == "train") train.points.emplace_back(step, value(j, "loss"));

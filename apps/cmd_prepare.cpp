@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.h"
+#include "validators.h"
 #include "rosetta/data/ding.h"
 
 namespace rosetta::cli {
@@ -44,9 +45,9 @@ void register_prepare_corpus(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory for train/valid/test.tsv")->required();
   cmd->add_option("--valid", args->valid, "Distinct source sentences in valid.tsv")
-      ->capture_default_str();
+      ->check(whole_number<size_t>())->capture_default_str();
   cmd->add_option("--test", args->test, "Distinct source sentences in test.tsv")
-      ->capture_default_str();
+      ->check(whole_number<size_t>())->capture_default_str();
   cmd->add_flag("--phrases", args->phrases, "Also write phrases.tsv (dictionary phrase pairs)");
   cmd->callback([args] { run_prepare_corpus(*args); });
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "validators.h"
 #include "rosetta/data/messages.h"
 
 namespace rosetta::cli {
@@ -60,15 +61,17 @@ void register_prepare_messages(CLI::App& app) {
       ->expected(1, -1);
   cmd->add_option("--out", args->out, "Output directory for train/valid/test.tsv")->required();
   cmd->add_option("--valid", args->valid, "Distinct English msgids in valid.tsv")
-      ->capture_default_str();
+      ->check(whole_number<size_t>())->capture_default_str();
   cmd->add_option("--test", args->test, "Distinct English msgids in test.tsv")
-      ->capture_default_str();
+      ->check(whole_number<size_t>())->capture_default_str();
   cmd->add_option("--min-chars", args->min_chars, "Drop pairs with a side shorter than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<size_t>())
+      ->check(CLI::Range(size_t(1), size_t(1) << 20));
   cmd->add_option("--max-chars", args->max_chars, "Drop pairs with a side longer than this")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<size_t>())
+      ->check(CLI::Range(size_t(1), size_t(1) << 20));
   cmd->callback([args] { run_prepare_messages(*args); });
 }
 

@@ -40,6 +40,18 @@ std::string resume_dir(int argc, char** argv) {
   return has_config ? "" : dir;
 }
 
+// The value of `--out` on the command line itself ("" when not given there; config.toml's `out`
+// is where the run was made, not a request).
+std::string out_flag(int argc, char** argv) {
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) dir = argv[i + 1];
+    else if (a.rfind("--out=", 0) == 0) dir = a.substr(6);
+  }
+  return dir;
+}
+
 // Says what is wrong with `--resume DIR` before its config.toml is read.
 void check_resume_dir(const std::string& dir) {
   ROSETTA_CHECK(std::filesystem::is_directory(dir), "--resume ", dir, " is not a directory (give a run directory ",
@@ -105,7 +117,7 @@ void register_train(CLI::App& app, int argc, char** argv) {
   auto config = std::make_shared<TrainConfig>();
   auto dump = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("train", "train a translator (or --task copy) into --out DIR");
-  const std::string resume = resume_dir(argc, argv);
+  const std::string resume = resume_dir(argc, argv), out = out_flag(argc, argv);
   auto config_file = std::make_shared<std::string>(resume.empty() ? "" : RunPaths(resume).config());
   auto resume_config = std::make_shared<bool>(!resume.empty());
   cmd->add_option("--config", *config_file, "read options from a TOML file (flags given here override it)")
@@ -114,8 +126,12 @@ void register_train(CLI::App& app, int argc, char** argv) {
       ->configurable(false);
   cmd->option_defaults()->always_capture_default();
   add_train_options(*cmd, *config);
-  cmd->callback([cmd, config, dump, config_file, resume_config] {
+  cmd->callback([cmd, config, dump, config_file, resume_config, out] {
     if (*resume_config) check_resume_dir(config->resume);
+    std::error_code ec;
+    ROSETTA_CHECK(config->resume.empty() || out.empty() || std::filesystem::equivalent(out, config->resume, ec),
+                  "--out ", out, " with --resume ", config->resume,
+                  ": a resumed run continues in its own directory (drop --out, or copy the run there and resume that)");
     if (!config_file->empty()) apply_config_file(*cmd, *config_file);
     // A resumed run's config.toml holds every option: its recipe has nothing left to set.
     const std::string recipe_line = config->resume.empty() ? apply_recipe(*cmd, *config) : "";

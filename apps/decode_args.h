@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rosetta/core/cpu.h"
+#include "validators.h"
 #include "rosetta/nn/search.h"
 
 namespace rosetta::cli {
@@ -50,18 +51,6 @@ inline void apply_precision(const std::string& choice, bool say_auto = false) {
   std::string note;
   set_matmul_precision(resolve_precision(choice, &note));
   if (!note.empty() && (choice != "auto" || say_auto)) spdlog::info(note);
-}
-
-// A number in [lo, hi]. CLI::Range lets NaN through (every comparison with it is false).
-inline CLI::Validator finite_range(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        double v = 0;
-        if (!CLI::detail::lexical_cast(text, v)) return "Value " + text + " is not a number";
-        if (!(v >= lo && v <= hi)) return "Value " + text + " not in range " + CLI::detail::to_string(lo) + " to " + CLI::detail::to_string(hi);
-        return std::string();
-      },
-      "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
 }
 
 inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {

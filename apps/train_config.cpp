@@ -9,6 +9,7 @@
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
+#include "validators.h"
 
 namespace rosetta::cli {
 
@@ -19,25 +20,6 @@ using translator::model_option_flag;
 // or that have no flag.
 bool set_without_flag(const std::string& key) {
   return key == "src_vocab" || key == "tgt_vocab" || key == "pad_id" || key == "layer_norm_eps";
-}
-
-// An integer that fits T as written. CLI11 2.1 reads integers with strtoll/strtoull and keeps what
-// they return: 99999999999999999999 became the largest int64 (--max-steps: no limit) and -1 the
-// largest uint64 (--seed).
-template <class T>
-CLI::Validator whole_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        T v{};
-        const char* b = text.data() + (text.starts_with('+') ? 1 : 0);
-        const auto [end, err] = std::from_chars(b, text.data() + text.size(), v);
-        if (err == std::errc::result_out_of_range || (std::is_unsigned_v<T> && text.starts_with('-')))
-          return "Value " + text + " out of range " + std::to_string(std::numeric_limits<T>::min()) + " to " +
-                 std::to_string(std::numeric_limits<T>::max());
-        if (err != std::errc() || end != text.data() + text.size()) return "Value " + text + " is not a whole number";
-        return std::string();
-      },
-      "");
 }
 
 template <class T>

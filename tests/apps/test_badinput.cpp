@@ -455,6 +455,11 @@ TEST_CASE("bad input: train --out DIR where DIR already holds a run", "[badinput
   require_error(run_rosetta("train --train " + toy_tsv(work) + " " + kToyFlags + " --out " + run),
                 {"already holds a trained model"});
   require_untouched(before, run);  // train.log included
+  // Nor does a resumed run move: --out elsewhere is refused, nothing made there.
+  require_error(run_rosetta("train --resume " + run + " --max-steps 5 --out " + (work / "elsewhere")),
+                {"--out " + (work / "elsewhere") + " with --resume " + run, "continues in its own directory"});
+  REQUIRE_FALSE(fs::exists(work / "elsewhere"));
+  require_untouched(before, run, {"train.log"});
 }
 
 TEST_CASE("bad input: --resume of a directory that holds no run", "[badinput]") {

@@ -144,6 +144,11 @@ TEST_CASE("report: malformed metrics lines are skipped with a warning, and no te
   const auto r = run_rosetta("report " + plain + " --out " + std::string(work / "page.html") + " --no-attention");
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.output.find("metrics.jsonl:2: skipped: not a JSON object") != std::string::npos);
+  // rosetta plot reads the same lines the same way.
+  const auto p = run_rosetta("plot --run " + plain + " --out " + std::string(work / "curves.svg"));
+  INFO(p.output);
+  REQUIRE(p.exit_code == 0);
+  REQUIRE(p.output.find("metrics.jsonl:2: skipped: not a JSON object") != std::string::npos);
   const json data = page_data(html);
   REQUIRE(data["runs"][0]["train"]["step"] == json({1, 3}));
   REQUIRE(data["runs"][0]["train"]["loss"] == json({5.0, nullptr}));

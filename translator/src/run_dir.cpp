@@ -55,7 +55,7 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
                   " holds no checkpoint.safetensors to resume from, but a best.safetensors that starting ",
                   "over would replace; move it away to start the run over");
   } else {
-    ROSETTA_CHECK(!fs::exists(run.checkpoint()) && !fs::exists(run.best()), "--out ", run.dir,
+    ROSETTA_CHECK(!fs::exists(run.checkpoint()) && !fs::exists(run.best()) && !fs::exists(run.ema()), "--out ", run.dir,
                   " already holds a trained model; resume it with --resume ", run.dir,
                   " or choose another directory");
   }
