@@ -97,6 +97,8 @@ void run_score(const ScoreArgs& a) {
   ROSETTA_CHECK(hyps.size() == refs.size(), a.hyp, " has ", hyps.size(), " lines but ", a.ref, " has ",
                 refs.size());
   ROSETTA_CHECK(!hyps.empty(), a.hyp, " is empty");
+  for (size_t i = 0; i < refs.size(); ++i)  // named here by file and line (the scorer knows an index)
+    ROSETTA_CHECK(!refs[i].empty(), a.ref, ":", i + 1, ": an empty reference (sacreBLEU rejects them too)");
   report(hyps, refs, a.json);
 }
 

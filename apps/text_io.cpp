@@ -58,9 +58,11 @@ namespace {
 // A run's own files (what `rosetta train` keeps beside config.toml: its weights, state,
 // tokenizers, configuration and logs) are never written over by another command; nor is any
 // weights or tokenizer file by a text output (translations, a report, a chart).
-std::string protected_reason(const fs::path& p, OutputKind kind) {
+std::string protected_reason(const fs::path& given, OutputKind kind) {
   std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return "";
+  if (!fs::is_regular_file(given, ec)) return "";
+  const fs::path canonical = fs::canonical(given, ec);  // what a link leads to is what gets written
+  const fs::path p = ec ? given : canonical;
   const std::string name = p.filename().string();
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   if (fs::exists(dir / "config.toml", ec)) {

@@ -521,6 +521,10 @@ TEST_CASE("bad input: an output flag naming one of a run's files, or a weights f
         "average --inputs " + run + "/best.safetensors " + run + "/checkpoint.safetensors --out " + run +
             "/best.safetensors"})
     require_error(run_rosetta(args), {"is a file of the run in " + run, "not written over"});
+  // Nor through a link to one of them.
+  fs::create_symlink(fs::absolute(run + "/checkpoint.safetensors"), work / "link.txt");
+  require_error(run_rosetta("translate --model " + run + " --input " + in + " --output " + (work / "link.txt")),
+                {"is a file of the run in", "not written over"});
   require_untouched(before, run);
   // A weights file anywhere is not a text output's to replace; nor is an input average's.
   fs::copy_file(run + "/best.safetensors", work / "mine.safetensors");
@@ -582,4 +586,12 @@ TEST_CASE("bad input: whole numbers too large for their option, or negative for 
            {"--ff 2.5", "--ff: Value 2.5 is not a whole number"}})
     require_error(run_rosetta(std::string("train ") + kCopyFlags + " --out " + out + " " + flag), {fragment});
   require_untouched(before, out);
+}
+
+TEST_CASE("bad input: score with an empty reference names the file and line", "[badinput]") {
+  TempDir work("bad_score_ref");
+  write_file(work / "hyp.txt", "a b c\nd e f\n");
+  write_file(work / "ref.txt", "a b c\n\n");
+  require_error(run_rosetta("score --hyp " + (work / "hyp.txt") + " --ref " + (work / "ref.txt")),
+                {(work / "ref.txt") + ":2: an empty reference"});
 }
