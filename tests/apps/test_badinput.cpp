@@ -362,7 +362,9 @@ TEST_CASE("bad input: a config with a negative size", "[badinput]") {
 TEST_CASE("bad input: more model replicas than threads", "[badinput]") {
   require_bad_config("threads=2\nreplicas=3\n",
                      {"--replicas 3 exceeds the 2 threads of this process (one replica per thread; see --threads)"});
-  require_bad_config("replicas=-1\n", {"--replicas must not be negative, got -1"});
+  require_bad_config("replicas=-1\n", {"--replicas -1 outside [0, 1024]"});
+  // (100000 threads were capped to 64 and, under a memory limit, hung in OpenBLAS's allocator.)
+  require_bad_config("threads=100000\n", {"--threads 100000 outside [0, 1024] (0: the default)"});
 }
 
 TEST_CASE("bad input: int8 asked of training", "[badinput]") {

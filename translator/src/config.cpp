@@ -83,8 +83,8 @@ void TrainConfig::validate() const {
                 "--validate-every, --save-every and --valid-bleu-sentences must not be negative");
   positive("log-every", log_every);
   ROSETTA_CHECK(valid_beam >= 1 && valid_beam <= 64, "--valid-beam ", valid_beam, " outside [1, 64] (as translate's --beam)");
-  ROSETTA_CHECK(threads >= 0, "--threads must not be negative, got ", threads);
-  ROSETTA_CHECK(replicas >= 0, "--replicas must not be negative, got ", replicas);
+  ROSETTA_CHECK(threads >= 0 && threads <= 1024, "--threads ", threads, " outside [0, 1024] (0: the default)");
+  ROSETTA_CHECK(replicas >= 0 && replicas <= 1024, "--replicas ", replicas, " outside [0, 1024]");
   ROSETTA_CHECK(precision != "int8", "--precision int8 is for decoding (translate, eval); training runs fp32, bf16 or auto");
   ROSETTA_CHECK(precision == "fp32" || precision == "bf16" || precision == "auto", "--precision must be fp32, bf16 ",
                 "or auto, got '", precision, "'");
