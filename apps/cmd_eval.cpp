@@ -48,7 +48,7 @@ void run_eval(const EvalArgs& a) {
   set_num_threads(a.threads);
   apply_precision(a.decode.precision);
   const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
-  budget.check(loading_plan(Translator::weights_file(a.model, a.checkpoint)));
+  budget.check(loading_plan(weights_to_load(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
   const data::Corpus corpus = a.test.empty() ? data::read_aligned(a.src, a.ref) : data::read_tsv(a.test);
   std::vector<std::string> srcs, refs;

@@ -29,7 +29,7 @@ void run(const TranslateArgs& a) {
   set_num_threads(a.threads);
   apply_precision(a.decode.precision);
   const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
-  budget.check(loading_plan(Translator::weights_file(a.model, a.checkpoint)));
+  budget.check(loading_plan(weights_to_load(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
   const std::vector<std::string> lines = read_lines(a.input);
   const int n_best = std::max(a.n_best, 1);

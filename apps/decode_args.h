@@ -11,6 +11,7 @@
 #include "rosetta/core/cpu.h"
 #include "validators.h"
 #include "rosetta/nn/search.h"
+#include "rosetta/translator/translator.h"
 
 namespace rosetta::cli {
 
@@ -51,6 +52,15 @@ inline void apply_precision(const std::string& choice, bool say_auto = false) {
   std::string note;
   set_matmul_precision(resolve_precision(choice, &note));
   if (!note.empty() && (choice != "auto" || say_auto)) spdlog::info(note);
+}
+
+// The weights file `--checkpoint which` loads from the run `model`; says so when `best`, asked for,
+// is not there and the latest checkpoint stands in (a run stopped before its first validation).
+inline std::string weights_to_load(const std::string& model, const std::string& which) {
+  const std::string path = translator::Translator::weights_file(model, which);
+  if (which == "best" && path != translator::RunPaths(model).best())
+    spdlog::info("{} holds no best.safetensors (no validation yet): using its latest checkpoint, {}", model, path);
+  return path;
 }
 
 inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {

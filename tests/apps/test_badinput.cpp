@@ -590,6 +590,17 @@ TEST_CASE("bad input: whole numbers too large for their option, or negative for 
   require_untouched(before, out);
 }
 
+TEST_CASE("translate says when the best weights it was asked for are not there yet", "[badinput]") {
+  TempDir work("no_best");
+  const std::string run = copy_run(train_copy(work, "run"), work / "nobest");  // without best.safetensors
+  const RunResult r = run_rosetta("translate --model " + run, "1 2\n");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.output, Catch::Contains("holds no best.safetensors (no validation yet): using its latest checkpoint"));
+  REQUIRE_THAT(run_rosetta("translate --model " + run + " --checkpoint last", "1 2\n").output,
+               !Catch::Contains("holds no best.safetensors"));
+}
+
 TEST_CASE("bad input: score with an empty reference names the file and line", "[badinput]") {
   TempDir work("bad_score_ref");
   write_file(work / "hyp.txt", "a b c\nd e f\n");
