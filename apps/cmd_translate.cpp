@@ -65,6 +65,8 @@ void run(const TranslateArgs& a) {
     cols.resize(src.size(), "</s>");
     write_text(a.attention, heatmap_svg("cross-attention, last decoder layer (mean over heads): " + lines[0], w,
                                         rows, cols));
+  } else if (!a.attention.empty()) {
+    spdlog::warn("--attention {}: not written: the input has no first line with a translation to show", a.attention);
   }
 }
 }  // namespace
