@@ -10,7 +10,6 @@
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
 #include "rosetta/data/corpus.h"
-#include "rosetta/train/checkpoint.h"
 #include "rosetta/translator/translator.h"
 
 namespace rosetta::cli {
@@ -66,12 +65,7 @@ std::string protected_reason(const fs::path& given, OutputKind kind) {
   const std::string name = p.filename().string();
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
   if (fs::exists(dir / "config.toml", ec)) {
-    const translator::RunPaths run(dir.string());
-    const std::vector<std::string> kept{run.config(),      run.src_model(),     run.tgt_model(),
-                                        run.checkpoint(),  train::previous_checkpoint(run.checkpoint()),
-                                        run.best(),        run.ema(),           run.log(),
-                                        run.metrics(),     run.translations(),  dir.string() + "/train.lock"};
-    for (const std::string& k : kept)
+    for (const std::string& k : translator::RunPaths(dir.string()).trainer_files())
       if (fs::path(k).filename() == name) return "a file of the run in " + dir.string() + " (rosetta train's)";
     if (name.starts_with("step-") && name.ends_with(".safetensors")) return "a weights snapshot of the run in " + dir.string();
   }

@@ -63,9 +63,8 @@ void check_run_dir(const RunPaths& run, bool resuming, bool restart) {
 
 void prepare_run_dir(const RunPaths& run) {
   ensure_directory(run.dir);
-  const std::string ours[] = {run.config(), run.src_model(), run.tgt_model(), run.checkpoint(),
-                              train::previous_checkpoint(run.checkpoint()), run.best(), run.metrics(), run.ema(),
-                              run.translations(), run.report()};
+  std::vector<std::string> ours = run.trainer_files();
+  ours.push_back(run.report());
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(run.dir, ec)) {
     const std::string name = entry.path().filename().string();

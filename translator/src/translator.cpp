@@ -16,6 +16,7 @@
 #include "rosetta/data/batch.h"
 #include "rosetta/data/metrics.h"
 #include "rosetta/train/checkpoint.h"
+#include "rosetta/train/run_lock.h"
 
 namespace rosetta::translator {
 
@@ -25,6 +26,11 @@ using train::bytes_checksum;
 using train::load_model_weights;
 
 // ------------------------------------------------------------------ run directory
+
+std::vector<std::string> RunPaths::trainer_files() const {
+  return {config(), src_model(), tgt_model(), checkpoint(), train::previous_checkpoint(checkpoint()), best(), ema(),
+          metrics(), translations(), log(), train::RunLock::path(dir)};
+}
 
 std::vector<std::pair<int64_t, std::string>> step_snapshots(const std::string& dir) {
   constexpr std::string_view prefix = "step-", suffix = ".safetensors";

@@ -40,6 +40,10 @@ struct RunPaths {
   std::string translations() const { return dir + "/translations.jsonl"; }  // validation sentences translated
   std::string report() const { return dir + "/report.html"; }
   std::string eval() const { return dir + "/eval.json"; }  // the last rosetta eval's scores
+  // The files `rosetta train` keeps here and no other command writes: config.toml, the
+  // tokenizers, the checkpoint and the one before it, best and EMA weights, metrics, validation
+  // translations, train.log and its lock. (Not report.html, which `rosetta report` writes too.)
+  std::vector<std::string> trainer_files() const;
 };
 
 // The weights snapshots in a run directory, (step, path) by increasing step: the files named
