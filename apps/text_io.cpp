@@ -20,18 +20,7 @@ std::vector<std::string> read_lines(const std::string& path) {
   if (!path.empty() && path != "-") return data::read_lines(path);
   // Read through the descriptor: a stream's rdbuf() copy reports no read error (stdin a
   // directory read as an empty input).
-  std::string text;
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ROSETTA_FAIL("<stdin>: read failed: ", std::generic_category().message(errno));
-    }
-    if (n == 0) break;
-    text.append(buf, size_t(n));
-  }
-  return data::parse_lines(text, "<stdin>");
+  return data::parse_lines(read_descriptor(STDIN_FILENO, "<stdin>"), "<stdin>");
 }
 
 void write_text(const std::string& path, const std::string& text) {

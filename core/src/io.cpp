@@ -65,15 +65,18 @@ std::string read_file(const std::string& path) {
   struct stat st {};
   ROSETTA_CHECK(::fstat(f.fd, &st) == 0, path, ": cannot stat: ", errno_text(errno));
   ROSETTA_CHECK(!S_ISDIR(st.st_mode), path, ": is a directory, expected a file");
+  return read_descriptor(f.fd, path, S_ISREG(st.st_mode) ? size_t(st.st_size) : 0);
+}
 
+std::string read_descriptor(int fd, const std::string& name, size_t expected) {
   std::string out;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(size_t(st.st_size));
+  out.reserve(expected);
   char buf[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ROSETTA_FAIL(path, ": read failed after ", out.size(), " bytes: ", errno_text(errno));
+      ROSETTA_FAIL(name, ": read failed after ", out.size(), " bytes: ", errno_text(errno));
     }
     if (n == 0) break;
     out.append(buf, size_t(n));

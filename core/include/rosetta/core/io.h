@@ -2,6 +2,7 @@
 // the reason (e.g. "ckpt/model.safetensors: cannot open for reading: No such file or directory").
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,10 @@ namespace rosetta {
 // The whole content of a regular file (or anything readable to EOF, such as a pipe).
 // Throws when the file is missing, is a directory, or cannot be read.
 std::string read_file(const std::string& path);
+// Everything left to read on the open descriptor `fd` (standard input, say), `expected` bytes
+// reserved; a read error throws, naming `name` ("<stdin>: read failed after 0 bytes: Is a
+// directory").
+std::string read_descriptor(int fd, const std::string& name, size_t expected = 0);
 
 // Replaces `path` with `bytes` so that a reader sees either the old file or the new one, never a
 // mix, even after a crash: writes `path.tmp.<pid>.<n>` in the same directory, fsyncs it, renames
