@@ -26,30 +26,25 @@ extern "C" void on_signal(int sig) {
   }
 }
 
+// The value of `flag` on the command line itself ("" when not there), read before the parse.
+std::string argv_value(int argc, char** argv, const std::string& flag) {
+  std::string value;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == flag && i + 1 < argc) value = argv[i + 1];
+    else if (a.rfind(flag + "=", 0) == 0) value = a.substr(flag.size() + 1);
+  }
+  return value;
+}
+
 // `--resume DIR` reads DIR/config.toml unless --config is given: flags on the command line
 // still override it (e.g. a larger --max-steps to train longer).
 std::string resume_dir(int argc, char** argv) {
-  std::string dir;
-  bool has_config = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--resume" && i + 1 < argc) dir = argv[i + 1];
-    else if (a.rfind("--resume=", 0) == 0) dir = a.substr(9);
-    else if (a == "--config" || a.rfind("--config=", 0) == 0) has_config = true;
+    if (a == "--config" || a.rfind("--config=", 0) == 0) return "";
   }
-  return has_config ? "" : dir;
-}
-
-// The value of `--out` on the command line itself ("" when not given there; config.toml's `out`
-// is where the run was made, not a request).
-std::string out_flag(int argc, char** argv) {
-  std::string dir;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--out" && i + 1 < argc) dir = argv[i + 1];
-    else if (a.rfind("--out=", 0) == 0) dir = a.substr(6);
-  }
-  return dir;
+  return argv_value(argc, argv, "--resume");
 }
 
 // Says what is wrong with `--resume DIR` before its config.toml is read.
@@ -117,7 +112,8 @@ void register_train(CLI::App& app, int argc, char** argv) {
   auto config = std::make_shared<TrainConfig>();
   auto dump = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("train", "train a translator (or --task copy) into --out DIR");
-  const std::string resume = resume_dir(argc, argv), out = out_flag(argc, argv);
+  // --out as given here (config.toml's `out` is where the run was made, not a request).
+  const std::string resume = resume_dir(argc, argv), out = argv_value(argc, argv, "--out");
   auto config_file = std::make_shared<std::string>(resume.empty() ? "" : RunPaths(resume).config());
   auto resume_config = std::make_shared<bool>(!resume.empty());
   cmd->add_option("--config", *config_file, "read options from a TOML file (flags given here override it)")
