@@ -1,11 +1,8 @@
 #include "train_config.h"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
-#include <limits>
 #include <sstream>
-#include <system_error>
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/io.h"
