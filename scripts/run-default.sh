@@ -18,7 +18,7 @@ if [ -f "$run/checkpoint.safetensors" ]; then
   build/rosetta train --resume "$run"
 else
   # The recipe chosen by the budget (README, "Recipes"): 13 minutes on 2 cores give the small
-  # model ~3,200 updates on a Zen 4 in bf16, ~29 passes over Ding's 18k pairs, so dropout 0.2;
+  # model ~3,200-3,500 updates on a Zen 4 in bf16, ~29-33 passes over Ding's 18k pairs, so dropout 0.2;
   # ~2,000 on a Xeon in fp32, ~19 passes, so dropout 0.15 (from 16 passes; under 16: 0.1, and
   # a learning rate that decays linearly to zero at the end of the 13 minutes);
   # ~5,700 on a Xeon with AMX in bf16, ~48 passes, so label smoothing 0.2 too (from 38 passes);
