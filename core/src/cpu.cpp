@@ -197,7 +197,8 @@ std::string kernels_summary() {
 std::string kernels_line(int roof_n) {
   const double bf16 = measure_bf16_gemm_gflops(roof_n);
   std::string roofs = bf16 > 0 ? "roofs on " : "roof on ";
-  roofs += std::to_string(omp_get_max_threads()) + " threads: sgemm " +
+  const int threads = omp_get_max_threads();
+  roofs += std::to_string(threads) + (threads == 1 ? " thread: sgemm " : " threads: sgemm ") +
            std::to_string(std::lround(measure_sgemm_gflops(roof_n))) + " GFLOP/s";
   if (bf16 > 0) roofs += ", bf16 " + std::to_string(std::lround(bf16)) + " GFLOP/s";
   return "kernels: " + kernels_summary() + "; matrix products in " + precision_name(matmul_precision()) + "; " + roofs;

@@ -147,7 +147,7 @@ void TrainingRun::open_run_dir(const std::string& config_toml) {
   }
   if (restart_ && root_) say_.warn(run_.dir + " holds no checkpoint yet: starting the run over from its config.toml");
   say_.info(concat(resuming_ ? "resuming" : "starting", " run in ", run_.dir, " (", get_num_threads(),
-                   " threads, BLAS ", blas_core_name(), ")"));
+                   get_num_threads() == 1 ? " thread" : " threads", ", BLAS ", blas_core_name(), ")"));
   std::string precision_note;
   precision_.emplace(resolve_precision(c_.precision, &precision_note));
   if (!precision_note.empty()) say_.info(precision_note);
