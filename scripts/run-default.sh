@@ -20,7 +20,7 @@ else
   # The recipe chosen by the budget (README, "Recipes"): 13 minutes on 2 cores give the small
   # model ~3,200-3,500 updates on a Zen 4 in bf16, ~29-33 passes over Ding's 18k pairs, so dropout 0.2;
   # ~2,000 on a Xeon in fp32, ~19 passes, so dropout 0.15 (from 16 passes; under 16: 0.1, and
-  # a learning rate that decays linearly to zero at the end of the 13 minutes);
+  # a learning rate that decays linearly to zero at the end of the 13 minutes; under 12: 0.05);
   # ~5,700 on a Xeon with AMX in bf16, ~48 passes, so label smoothing 0.2 too (from 38 passes);
   # best.safetensors kept by validation BLEU. The precision of the matrix products is the
   # default: bf16 where the CPU runs bf16 fast (AVX512_BF16 at 2x fp32's rate, or AMX), else fp32.

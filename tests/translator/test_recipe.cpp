@@ -45,10 +45,13 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(small["d-model"] == "256");
   CHECK(small["encoder-layers"] == "2");
   CHECK(small["activation"] == "\"relu\"");
-  CHECK(small["dropout"] == "0.1");
+  CHECK(small["dropout"] == "0.05");  // the fewest passes: the lightest dropout
   CHECK(small["label-smoothing"] == "0.1");
   CHECK(small["best-metric"] == "\"bleu\"");
   CHECK(small["schedule"] == "\"linear\"");  // few passes: the rate ends with the budget
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses - 1))["dropout"] == "0.05");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses - 1))["schedule"] == "\"linear\"");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses))["dropout"] == "0.1");
   CHECK(settings(translator::recipe_settings("small", translator::kSomePasses - 1))["dropout"] == "0.1");
   CHECK(settings(translator::recipe_settings("small", translator::kSomePasses - 1))["schedule"] == "\"linear\"");
   CHECK(settings(translator::recipe_settings("small", translator::kSomePasses)).count("schedule") == 0);
@@ -84,16 +87,20 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   translator::Recipe r = translator::choose_recipe(c);
   INFO(r.reason);
   CHECK(r.name == "small");
-  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r)["dropout"] == "0.05");
   CHECK_THAT(r.reason, Catch::Contains("--max-steps 50 give ~50 updates, ~5 passes over ~25000 tokens of 2500 pairs"));
   c.max_steps = 400;  // 40 passes
   r = translator::choose_recipe(c);
   CHECK(r.name == "small");
   CHECK(settings(r)["dropout"] == "0.2");
   c.max_steps = 0;
-  c.max_epochs = 10;  // below kSomePasses: the light setting
+  c.max_epochs = 10;  // below kFewPasses: the lightest setting
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 10 give ~100 updates, ~10 passes"));
+  CHECK(settings(r)["dropout"] == "0.05");
+  c.max_epochs = 14;  // between kFewPasses and kSomePasses: the light setting
+  r = translator::choose_recipe(c);
+  CHECK_THAT(r.reason, Catch::Contains("--max-epochs 14 give ~140 updates, ~14 passes"));
   CHECK(settings(r)["dropout"] == "0.1");
   c.max_epochs = 20;  // between kSomePasses and kManyPasses
   r = translator::choose_recipe(c);
@@ -121,7 +128,7 @@ TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by upda
   c.max_steps = 4000;   // 10 passes
   translator::Recipe r = translator::choose_recipe(c);
   INFO(r.reason);
-  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r)["dropout"] == "0.05");
   CHECK(settings(r)["schedule"] == "\"linear\"");
   c.train_repeat = 20;  // 20 passes: inverse-sqrt
   CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
@@ -144,7 +151,7 @@ TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by upda
   CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
   c.max_steps = 0;
   r = translator::choose_recipe(c);
-  CHECK(settings(r)["dropout"] == "0.1");
+  CHECK(settings(r)["dropout"] == "0.05");
   CHECK(settings(r).count("schedule") == 0);
 }
 
@@ -180,7 +187,7 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   INFO(r.reason);
   CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
-  CHECK(settings(r)["dropout"] == "0.1");  // nor 16 passes
+  CHECK(settings(r)["dropout"] == "0.05");  // nor 12 passes
   CHECK(settings(r).count("schedule") == 0);  // nor 4 warm-ups' updates for the linear schedule
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;

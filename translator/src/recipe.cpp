@@ -132,10 +132,21 @@ double update_cost(const std::string& name) {
   return flops_per_token(s) * double(s.max_tokens) / (flops_per_token(small) * double(small.max_tokens));
 }
 
+namespace {
+
+double small_dropout(double passes) {
+  if (passes >= kManyPasses) return 0.2;
+  if (passes >= kSomePasses) return 0.15;
+  if (passes >= kFewPasses) return 0.1;
+  return 0.05;
+}
+
+}  // namespace
+
 Recipe recipe_settings(const std::string& name, double passes) {
   const Shape s = shape_of(name);
   const bool many = passes >= kManyPasses, large = name == "large";
-  const double dropout = many ? (large ? 0.4 : 0.2) : (!large && passes >= kSomePasses ? 0.15 : 0.1);
+  const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
   const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
   Recipe r;
   r.name = name;
