@@ -55,7 +55,7 @@ inline constexpr double kFewPasses = 12;
 // the budget (`--schedule linear`, for --max-steps and --max-time), where it gives at least
 // kLinearWarmups times the warm-up's updates (a budget no longer than the warm-up is refused).
 // Measured (README, "Recipes"): on the messages corpus in 13 minutes +0.49 valid BLEU at ~8
-// estimated passes and +1.11 at ~14 (61.31 -> 62.42, 95.6% of its ceiling); on Ding at ~14
+// estimated passes and +1.11 at ~14 (61.31 -> 62.42, 95.6% of its ceiling then); on Ding at ~14
 // passes -0.01 / +0.82 (two seeds), at ~18 -0.40 / +0.06, at ~29 -0.56 with dropout 0.2: the
 // rate that ends with the budget gains where the run stops far from its plateau, not where it
 // overfits.
