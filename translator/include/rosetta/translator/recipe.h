@@ -44,9 +44,8 @@ inline constexpr double kSomePasses = 16;
 // Fewer still: on the messages corpus at 3,400 updates (~9 passes; what 13 minutes give a 2-core
 // Zen 4 in bf16), all validation pairs, beam 4, seed 1, the small recipe with its linear
 // schedule: dropout 0.05 61.51 valid BLEU against 59.22 with 0.1 (seed 2: 60.48 / 59.78), and
-// 60.28 with 0 (its
-// validation loss rising from 2,400 updates); 0.05 with half batches (1,250 tokens, 5,900
-// updates) 61.27. The small recipe takes 0.05 under this, between those ~9 passes and the ~14
+// 60.28 with 0 (its validation loss rising from 2,400 updates); 0.05 with half batches (1,250
+// tokens, 5,900 updates) 61.27. The small recipe takes 0.05 under this, between those ~9 passes and the ~14
 // where 0.1 was measured and kept (Ding on a Zen 3, the messages corpus on a Xeon with AMX);
 // on Ding at ~9 passes (1,000 updates) 0.1 led 0.15, the same direction, but 0.05 was not run
 // there.
