@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/io.h"
@@ -119,6 +120,70 @@ TEST_CASE("train_translator resumed halfway ends with the uninterrupted run's we
   }
   fs::remove_all(whole);
   fs::remove_all(halves);
+}
+
+namespace {
+
+// A number field of a metrics.jsonl line (written by nlohmann::json: "key":value, no spaces).
+double field(const std::string& line, const std::string& key) {
+  const size_t at = line.find("\"" + key + "\":");
+  REQUIRE(at != std::string::npos);
+  return std::stod(line.substr(at + key.size() + 3));
+}
+
+}  // namespace
+
+TEST_CASE("train_translator with --ema validates the trained weights at the end and keeps the better", "[train][run]") {
+  const std::string dir = fresh_dir("trained");
+  translator::TrainConfig c = tiny_copy_run(dir, 8);
+  c.best_metric = "loss";  // BLEU of a model this small is 0 either way; the loss always differs
+  REQUIRE(c.ema > 0);
+  Heard heard;
+  translator::train_translator(c, "", heard.hooks());
+  REQUIRE(heard.said("valid step 8 (trained weights, not the EMA): loss "));
+  REQUIRE(heard.validated == std::vector<int64_t>{4, 8});  // the hook follows the EMA's validations
+  // The lowest validation loss of all, the EMA's at steps 4 and 8 and the trained weights' at 8,
+  // is what best.safetensors holds, and it says whose it is.
+  const translator::RunPaths run(dir);
+  std::istringstream lines(read_file(run.metrics()));
+  double best = INFINITY;
+  std::string best_kind;
+  int trained = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const bool ema = line.find("\"kind\":\"valid\"") != std::string::npos;
+    const bool raw = line.find("\"kind\":\"valid_trained\"") != std::string::npos;
+    if (raw) REQUIRE(field(line, "step") == 8);
+    trained += raw;
+    if ((ema || raw) && field(line, "loss") < best) {
+      best = field(line, "loss");
+      best_kind = raw ? "trained" : "ema";
+    }
+  }
+  REQUIRE(trained == 1);
+  const SafeTensors kept = load_safetensors(run.best());
+  REQUIRE(kept.metadata.at("valid.weights") == best_kind);
+  REQUIRE(std::abs(std::stod(kept.metadata.at("valid.loss")) - best) <= 1e-9 * best);
+  // Kept trained weights are the last checkpoint's.
+  if (best_kind == "trained") {
+    const SafeTensors last = load_safetensors(run.checkpoint());
+    for (const auto& [name, t] : kept.tensors) {
+      const Tensor* u = last.find(name);
+      REQUIRE(u != nullptr);
+      REQUIRE_THAT(*u, test::AllClose(t, 0, 0));
+    }
+  }
+  // Without the EMA there is one set of weights and one validation at the end.
+  const std::string plain = fresh_dir("plain");
+  translator::TrainConfig p = tiny_copy_run(plain, 8);
+  p.ema = 0;
+  Heard quiet;
+  translator::train_translator(p, "", quiet.hooks());
+  REQUIRE(quiet.said("valid step 8: loss "));
+  REQUIRE_FALSE(quiet.said("valid step 8 (trained weights"));
+  REQUIRE(read_file(translator::RunPaths(plain).metrics()).find("valid_trained") == std::string::npos);
+  REQUIRE(load_safetensors(translator::RunPaths(plain).best()).metadata.at("valid.weights") == "trained");
+  fs::remove_all(dir);
+  fs::remove_all(plain);
 }
 
 TEST_CASE("train_translator refuses a bad configuration before it writes anything", "[train][run]") {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <optional>
 
 #include "rosetta/autograd/functions.h"
 #include "rosetta/core/check.h"
@@ -168,33 +169,41 @@ void TrainingRun::log_interval() {
 
 // ------------------------------------------------------------------ validation and checkpoints
 
-bool TrainingRun::validate() {
-  const EmaWeights swap(*trainer_);  // with --ema, the average is what is validated and kept
+bool TrainingRun::validate(bool trained) {
+  const bool average = !trained && trainer_->ema().defined();
+  std::optional<EmaWeights> swap;  // with --ema, the average is what is validated and kept
+  if (average) swap.emplace(*trainer_);
   TranslationScores v = scores(*model_, d_, c_, group_);
   if (std::isnan(v.loss)) return false;
   share_scores(group_, v);
   if (metrics_)
-    metrics_->write({{"kind", "valid"}, {"step", p_.step}, {"loss", v.loss}, {"ppl", std::exp(v.loss)},
-                     {"bleu", v.bleu}, {"chrf", v.chrf}, {"exact", v.exact}, {"elapsed_s", elapsed()}});
+    metrics_->write({{"kind", trained ? "valid_trained" : "valid"}, {"step", p_.step}, {"loss", v.loss},
+                     {"ppl", std::exp(v.loss)}, {"bleu", v.bleu}, {"chrf", v.chrf}, {"exact", v.exact},
+                     {"elapsed_s", elapsed()}});
   const bool by_loss = c_.best_metric == "loss";
   const double value = by_loss ? v.loss : c_.best_metric == "bleu" ? v.bleu : v.chrf;
   const bool improved = !std::isnan(value) && (std::isnan(p_.best_valid) ||
                                                (by_loss ? value < p_.best_valid : value > p_.best_valid));
   // BLEU and chrF are NaN where no sentences are decoded (--valid-bleu-sentences 0): not shown.
-  say_.info(concat("valid step ", p_.step, ": loss ", num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
+  say_.info(concat("valid step ", p_.step, trained ? " (trained weights, not the EMA)" : "", ": loss ",
+                   num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
                    std::isnan(v.bleu) ? "" : " BLEU " + num("%.2f", v.bleu) + " chrF " + num("%.2f", v.chrf),
                    improved ? " (best " + c_.best_metric + ")" : ""));
   if (improved) {
     p_.best_valid = value;
-    p_.bad_validations = 0;
+    if (!trained) p_.bad_validations = 0;
     if (root_)
       train::keeping_last_checkpoint(run_.checkpoint(), [&] {
         save_weights(run_.best(), c_, *model_, d_, p_.step,
-                     {{"valid.loss", to_str(v.loss)}, {"valid.bleu", to_str(v.bleu)}, {"valid.chrf", to_str(v.chrf)}});
+                     {{"valid.loss", to_str(v.loss)},
+                      {"valid.bleu", to_str(v.bleu)},
+                      {"valid.chrf", to_str(v.chrf)},
+                      {"valid.weights", average ? "ema" : "trained"}});
       });
-  } else {
+  } else if (!trained) {
     ++p_.bad_validations;
   }
+  if (trained) return false;  // the end of the run: no hook (it follows the EMA's validations), no early stop
   if (root_ && hooks_.validated) {  // e.g. a report that follows the run; it never stops training
     try {
       hooks_.validated(run_, p_.step, v);
@@ -229,9 +238,13 @@ void TrainingRun::save() {
 // ------------------------------------------------------------------ the end
 
 TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
-  if (stop_reason != "interrupted" && stop_reason != "early-stopping" &&
-      (c_.validate_every == 0 || p_.step % c_.validate_every != 0))
-    validate();
+  const bool ended = stop_reason != "interrupted" && stop_reason != "early-stopping";
+  if (ended && (c_.validate_every == 0 || p_.step % c_.validate_every != 0)) validate();
+  // The moving average lags the weights by ~1 / (1 - decay) updates; where the rate has decayed
+  // to (near) zero at the end of a budget, the trained weights are themselves an average of the
+  // last updates and often the better one (README, "Recipes"): both are validated at the end and
+  // best.safetensors keeps the better.
+  if (ended && trainer_->ema().defined()) validate(/*trained=*/true);
   save();
   TrainOutcome outcome;
   outcome.stop_reason = stop_reason;

@@ -83,8 +83,8 @@ class TrainingRun {
   // Updates until a rule stops the run; returns which: "max-steps", "max-epochs", "max-time",
   // "early-stopping" or "interrupted".
   std::string loop();
-  // The last validation (unless the run was interrupted, stopped early or just validated) and
-  // checkpoint; the outcome.
+  // The last validation (unless the run was interrupted, stopped early or just validated), with
+  // --ema that of the trained weights too, and the checkpoint; the outcome.
   TrainOutcome finish(const std::string& stop_reason);
 
  private:
@@ -106,8 +106,11 @@ class TrainingRun {
   // The training line of the log and metrics.jsonl, for the interval that ends now.
   void log_interval();
   // Collective: every rank validates its share and applies the same early-stopping rule to the
-  // same loss; the root logs and keeps the best model. Returns true to stop early.
-  bool validate();
+  // same loss; the root logs and keeps the best model. Returns true to stop early. With --ema the
+  // moving average is what is validated, unless `trained` asks for the weights as trained (the
+  // end of a run: where the rate decayed to zero they can be the better average), which count
+  // for the best weights but not for early stopping.
+  bool validate(bool trained = false);
   // Collective: the ranks agree, the root writes the checkpoint, snapshots and moving average.
   void save();
   // The schedule of --schedule: a BudgetSchedule (budget_) for linear and cosine, else by name.

@@ -75,7 +75,8 @@ void SweepRecord::summarize(const std::string& metrics_path) {
     if (num(j, "step")) updates = j["step"].get<double>();
     if (num(j, "elapsed_s")) train_s = j["elapsed_s"].get<double>();
     if (j.value("kind", "") == "train" && num(j, "epoch")) epochs = j["epoch"].get<double>();
-    if (j.value("kind", "") != "valid") continue;
+    // valid_trained: the trained weights validated at the end of a run with --ema (run_loop.cpp)
+    if (j.value("kind", "") != "valid" && j.value("kind", "") != "valid_trained") continue;
     auto keep = [&](std::optional<double>& best, const char* field, bool lower) {
       if (num(j, field) && (!best || (j[field].get<double>() < *best) == lower)) best = j[field].get<double>();
     };
