@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "commands.h"
 #include "log.h"
@@ -93,7 +94,10 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const s
 // --config; returns the line for the log (empty for --recipe none).
 std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
   if (config.recipe == "none") return "";
-  const translator::Recipe r = translator::choose_recipe(config);
+  std::set<std::string> given;  // on the command line or in --config
+  for (const CLI::Option* opt : cmd.get_options())
+    if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
+  const translator::Recipe r = translator::choose_recipe(config, given);
   std::string toml, set, kept;
   for (const auto& [key, value] : r.settings) {
     const CLI::Option* opt = cmd.get_option("--" + key);

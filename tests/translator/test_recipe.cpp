@@ -177,6 +177,33 @@ TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "
   CHECK_THAT(open.reason, Catch::Contains("no budget give unlimited updates, unlimited passes"));
 }
 
+TEST_CASE("choose_recipe counts in a given batch and warm-up", "[train][recipe]") {
+  const Corpus corpus(2500);  // 25,000 estimated tokens
+  translator::TrainConfig c = config(corpus, "auto");
+  c.max_steps = 100;
+  c.max_tokens = 1250;
+  // Not given (a library caller's default set): the recipe's 2,500-token batches, 10 passes.
+  CHECK_THAT(translator::choose_recipe(c).reason, Catch::Contains("~100 updates, ~10 passes"));
+  // Given: half the tokens per update, half the passes.
+  const translator::Recipe r = translator::choose_recipe(c, {"max-tokens"});
+  INFO(r.reason);
+  CHECK_THAT(r.reason, Catch::Contains("~100 updates, ~5 passes"));
+  // The large model's 5,000 updates are of 4,000 tokens: of 2,000, it needs twice as many.
+  c.max_steps = int64_t(translator::kLargeUpdates);
+  c.max_tokens = 2000;
+  CHECK(translator::choose_recipe(c).name == "large");
+  CHECK(translator::choose_recipe(c, {"max-tokens"}).name == "small");
+  c.max_steps = 2 * int64_t(translator::kLargeUpdates);
+  CHECK(translator::choose_recipe(c, {"max-tokens"}).name == "large");
+  // A given warm-up shorter than the recipe's leaves the linear schedule room in a shorter budget
+  // (4 x 200 <= 1,000 < 4 x 300).
+  c.train_repeat = 40;  // 1,000,000 estimated tokens: few passes
+  c.max_steps = 1000;
+  c.warmup = "200";
+  CHECK(settings(translator::choose_recipe(c, {"warmup"}))["schedule"] == "\"linear\"");
+  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);  // not given: the recipe's 300
+}
+
 TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") {
   const Corpus corpus(2500);
   translator::TrainConfig c = config(corpus, "auto");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "rosetta/core/check.h"
 #include "rosetta/core/cpu.h"
@@ -93,10 +94,17 @@ BudgetSource budget_source(const TrainConfig& c) {
   return s;
 }
 
+// The tokens of one update of recipe `name`: its batch, or --max-tokens where that is given.
+double batch_tokens(const std::string& name, const TrainConfig& c, const std::set<std::string>& given) {
+  return given.contains("max-tokens") ? double(c.max_tokens) : double(shape_of(name).max_tokens);
+}
+
 // What the budget of `c` gives recipe `name` over a corpus of `tokens`; names its limit in `how`.
-RecipeBudget budget_for(const std::string& name, const TrainConfig& c, double tokens, const BudgetSource& source,
-                        std::string* how) {
-  const double per_update = double(shape_of(name).max_tokens);
+RecipeBudget budget_for(const std::string& name, const TrainConfig& c, const std::set<std::string>& given,
+                        double tokens, const BudgetSource& source, std::string* how) {
+  const double per_update = batch_tokens(name, c, given);
+  // The small model's timed update scaled by FLOPs: the recipe's model, and the batch it will take.
+  const double cost = update_cost(name) * per_update / double(shape_of(name).max_tokens);
   RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   if (how) *how = source.how;
   const auto limit = [&](double updates, const std::string& what, bool by_updates_or_time = true) {
@@ -110,7 +118,7 @@ RecipeBudget budget_for(const std::string& name, const TrainConfig& c, double to
   // 5% of the time goes to validations and checkpoints (the 13-minute Ding run: 4.2 updates/s in
   // all, against 4.4 in its training lines).
   if (source.small_seconds > 0)
-    limit(0.95 * c.max_time_seconds() / (source.small_seconds * update_cost(name)),
+    limit(0.95 * c.max_time_seconds() / (source.small_seconds * cost),
           concat("--max-time ", c.max_time, " at ", std::round(10 / source.small_seconds) / 10,
                  " updates/s of the small model (timed here)"));
   if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps));
@@ -166,7 +174,7 @@ Recipe recipe_settings(const std::string& name, double passes) {
   return r;
 }
 
-Recipe choose_recipe(const TrainConfig& c) {
+Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   ROSETTA_CHECK(c.recipe != "none", "--recipe none: the options as given, no recipe to choose");
   if (c.recipe != "auto") shape_of(c.recipe);  // a known name
   const data::Corpus corpus = c.train.empty() ? data::read_aligned(c.src, c.tgt) : data::read_tsv(c.train);
@@ -175,9 +183,12 @@ Recipe choose_recipe(const TrainConfig& c) {
   const double tokens = std::max(1.0, estimated_tokens(bytes * double(c.train_repeat)));
   const BudgetSource source = budget_source(c);
   std::string how;
-  const RecipeBudget large = budget_for("large", c, tokens, source, nullptr);
-  const std::string name = c.recipe != "auto" ? c.recipe : large.updates >= kLargeUpdates ? "large" : "small";
-  const RecipeBudget b = budget_for(name, c, tokens, source, &how);
+  const RecipeBudget large = budget_for("large", c, given, tokens, source, nullptr);
+  // kLargeUpdates counts the large recipe's batches: a given smaller batch needs more updates.
+  const double large_batches =
+      large.updates * batch_tokens("large", c, given) / double(shape_of("large").max_tokens);
+  const std::string name = c.recipe != "auto" ? c.recipe : large_batches >= kLargeUpdates ? "large" : "small";
+  const RecipeBudget b = budget_for(name, c, given, tokens, source, &how);
   Recipe r = recipe_settings(name, b.passes);
   const auto drop = [&r](const std::string& key) {
     std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
@@ -188,12 +199,15 @@ Recipe choose_recipe(const TrainConfig& c) {
   // run out first), and needs room after the warm-up (a budget no longer than it is refused):
   // else the rate keeps its inverse-square-root decay.
   const TrainConfig::Warmup w = c.warmup_spec();
-  const double warmup = w.is_share ? 0.0 : double(std::max(shape_of(name).warmup, w.updates));
+  const double warmup = w.is_share                   ? 0.0
+                        : given.contains("warmup") ? double(w.updates)
+                                                   : double(std::max(shape_of(name).warmup, w.updates));
   if (!b.by_updates_or_time || b.updates < kLinearWarmups * warmup) drop("schedule");
   r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
                     " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
-                    corpus.pairs.size(), " pairs (the large recipe: ", format_count(large.updates),
-                    " updates; it needs ", int64_t(kLargeUpdates), ")");
+                    corpus.pairs.size(), " pairs (the large recipe: ", format_count(large_batches), " updates",
+                    given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "",
+                    "; it needs ", int64_t(kLargeUpdates), ")");
   return r;
 }
 

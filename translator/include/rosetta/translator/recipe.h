@@ -16,6 +16,7 @@
 // numbers come from: README, "Recipes".
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,9 +87,12 @@ Recipe recipe_settings(const std::string& name, double passes);
 // tokens estimated from the bytes) and estimates the updates of its budget: --max-steps, the
 // updates of --max-epochs, or, with --max-time, the updates per second of the small model timed
 // here for a few updates on synthetic batches (about a second on 2 cores; threads and precision
-// as `c` sets them). Throws for --recipe none, a corpus that cannot be read, and --max-time
-// alone in a job of several processes (each would time its own machine: give --max-steps).
-Recipe choose_recipe(const TrainConfig& c);
+// as `c` sets them). `given` names the options the user set (config.toml's keys), which the
+// recipe will not set: a given max-tokens is the batch its updates and passes count in (else the
+// recipe's), a given warmup what its linear schedule needs room after. Throws for --recipe none,
+// a corpus that cannot be read, and --max-time alone in a job of several processes (each would
+// time its own machine: give --max-steps).
+Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given = {});
 
 // The training tokens of a corpus of `bytes` (the longer side of each pair, summed): the
 // 5,000-piece vocabularies take ~3 bytes per padded batch token on both measured corpora.
