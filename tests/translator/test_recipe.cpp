@@ -64,6 +64,13 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   small = settings(translator::recipe_settings("small", translator::kMostPasses));
   CHECK(small["dropout"] == "0.2");
   CHECK(small["label-smoothing"] == "0.2");
+  // Few passes of a time budget: the small recipe halves its batch (not in a budget of updates,
+  // not from kFewPasses, not the large recipe).
+  CHECK(settings(translator::recipe_settings("small", 9, true))["max-tokens"] == "1250");
+  CHECK(settings(translator::recipe_settings("small", 9, true))["warmup"] == "600");
+  CHECK(settings(translator::recipe_settings("small", 9))["max-tokens"] == "2500");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses, true))["max-tokens"] == "2500");
+  CHECK(settings(translator::recipe_settings("large", 9, true))["max-tokens"] == "4000");
   auto large = settings(translator::recipe_settings("large", 40));
   CHECK(large["d-model"] == "512");
   CHECK(large["activation"] == "\"gelu\"");
@@ -216,6 +223,14 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
   CHECK(settings(r)["dropout"] == "0.05");  // nor 12 passes
   CHECK(settings(r).count("schedule") == 0);  // nor 4 warm-ups' updates for the linear schedule
+  // Few passes of a time budget: half batches, twice the updates, the same warm-up tokens.
+  CHECK(settings(r)["max-tokens"] == "1250");
+  CHECK(settings(r)["warmup"] == "600");
+  CHECK_THAT(r.reason, Catch::Contains("updates of 1250 tokens"));
+  // A given batch is the user's: the recipe's own, and its warm-up, as for a budget of updates.
+  const translator::Recipe kept = translator::choose_recipe(c, {"max-tokens"});
+  CHECK(settings(kept)["warmup"] == "300");
+  CHECK_THAT(kept.reason, !Catch::Contains("updates of 1250 tokens"));
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("give --max-steps"));

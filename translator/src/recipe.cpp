@@ -25,6 +25,7 @@ struct RecipeBudget {
   double updates = 0;  // the updates of the budget (infinite: none)
   double passes = 0;   // over the training corpus (infinite: no budget)
   bool by_updates_or_time = false;  // its limit is --max-steps or --max-time (not --max-epochs, not none)
+  bool by_time = false;             // its limit is --max-time
 };
 
 struct Shape {
@@ -107,10 +108,12 @@ RecipeBudget budget_for(const std::string& name, const TrainConfig& c, const std
   const double cost = update_cost(name) * per_update / double(shape_of(name).max_tokens);
   RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   if (how) *how = source.how;
-  const auto limit = [&](double updates, const std::string& what, bool by_updates_or_time = true) {
+  const auto limit = [&](double updates, const std::string& what, bool by_updates_or_time = true,
+                         bool by_time = false) {
     if (updates >= b.updates) return;
     b.updates = updates;
     b.by_updates_or_time = by_updates_or_time;
+    b.by_time = by_time;
     if (how) *how = what;
   };
   if (c.max_epochs > 0)
@@ -120,7 +123,8 @@ RecipeBudget budget_for(const std::string& name, const TrainConfig& c, const std
   if (source.small_seconds > 0)
     limit(0.95 * c.max_time_seconds() / (source.small_seconds * cost),
           concat("--max-time ", c.max_time, " at ", std::round(10 / source.small_seconds) / 10,
-                 " updates/s of the small model (timed here)"));
+                 " updates/s of the small model (timed here)"),
+          true, true);
   if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps));
   if (std::isfinite(b.updates)) b.passes = b.updates * per_update / tokens;
   return b;
@@ -142,6 +146,11 @@ double update_cost(const std::string& name) {
 
 namespace {
 
+// The small recipe's batch divided for few passes of a time budget (recipe.h).
+bool divides_batch(const std::string& name, double passes, bool time_budget) {
+  return name == "small" && time_budget && passes < kFewPasses;
+}
+
 double small_dropout(double passes) {
   if (passes >= kManyPasses) return 0.2;
   if (passes >= kSomePasses) return 0.15;
@@ -151,9 +160,13 @@ double small_dropout(double passes) {
 
 }  // namespace
 
-Recipe recipe_settings(const std::string& name, double passes) {
-  const Shape s = shape_of(name);
+Recipe recipe_settings(const std::string& name, double passes, bool time_budget) {
+  Shape s = shape_of(name);
   const bool many = passes >= kManyPasses, large = name == "large";
+  if (divides_batch(name, passes, time_budget)) {  // a smaller batch, the same warm-up tokens
+    s.max_tokens /= kFewPassesBatchDivisor;
+    s.warmup *= kFewPassesBatchDivisor;
+  }
   const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
   const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
   Recipe r;
@@ -189,7 +202,10 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
       large.updates * batch_tokens("large", c, given) / double(shape_of("large").max_tokens);
   const std::string name = c.recipe != "auto" ? c.recipe : large_batches >= kLargeUpdates ? "large" : "small";
   const RecipeBudget b = budget_for(name, c, given, tokens, source, &how);
-  Recipe r = recipe_settings(name, b.passes);
+  // A given batch is the user's: no warm-up for the recipe's halved one.
+  const bool time_budget = b.by_time && !given.contains("max-tokens");
+  Recipe r = recipe_settings(name, b.passes, time_budget);
+  const bool divided = divides_batch(name, b.passes, time_budget);
   const auto drop = [&r](const std::string& key) {
     std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
   };
@@ -203,8 +219,10 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
                         : given.contains("warmup") ? double(w.updates)
                                                    : double(std::max(shape_of(name).warmup, w.updates));
   if (!b.by_updates_or_time || b.updates < kLinearWarmups * warmup) drop("schedule");
-  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", format_count(b.updates),
-                    " updates, ", format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
+  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ",
+                    divided ? concat(format_count(b.updates * kFewPassesBatchDivisor), " updates of ",
+                                     shape_of(name).max_tokens / kFewPassesBatchDivisor, " tokens (a smaller batch for few passes of a time budget), ")
+                            : concat(format_count(b.updates), " updates, "), format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
                     corpus.pairs.size(), " pairs (the large recipe: ", format_count(large_batches), " updates",
                     given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "",
                     "; it needs ", int64_t(kLargeUpdates), ")");
