@@ -219,13 +219,17 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
                         : given.contains("warmup") ? double(w.updates)
                                                    : double(std::max(shape_of(name).warmup, w.updates));
   if (!b.by_updates_or_time || b.updates < kLinearWarmups * warmup) drop("schedule");
-  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ",
-                    divided ? concat(format_count(b.updates * kFewPassesBatchDivisor), " updates of ",
-                                     shape_of(name).max_tokens / kFewPassesBatchDivisor, " tokens (a smaller batch for few passes of a time budget), ")
-                            : concat(format_count(b.updates), " updates, "), format_count(b.passes), " passes over ", format_count(tokens), " tokens of ",
-                    corpus.pairs.size(), " pairs (the large recipe: ", format_count(large_batches), " updates",
-                    given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "",
-                    "; it needs ", int64_t(kLargeUpdates), ")");
+  const std::string updates =
+      divided ? concat(format_count(b.updates * kFewPassesBatchDivisor), " updates of ",
+                       shape_of(name).max_tokens / kFewPassesBatchDivisor,
+                       " tokens (a smaller batch for few passes of a time budget)")
+              : concat(format_count(b.updates), " updates");
+  const std::string large_of =
+      given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "";
+  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", updates, ", ",
+                    format_count(b.passes), " passes over ", format_count(tokens), " tokens of ", corpus.pairs.size(),
+                    " pairs (the large recipe: ", format_count(large_batches), " updates", large_of, "; it needs ",
+                    int64_t(kLargeUpdates), ")");
   return r;
 }
 
