@@ -36,7 +36,11 @@ TEST_CASE("copy task reaches 100% exact match on held-out sequences", "[cli]") {
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto metrics = read_jsonl(dir / "metrics.jsonl");
-  const json& last = metrics.back();
+  // The run ends with the EMA's validation and then, with --ema (the default), the trained weights'.
+  REQUIRE(metrics.size() >= 2);
+  REQUIRE(metrics.back()["kind"] == "valid_trained");
+  REQUIRE(metrics.back()["step"] == 400);
+  const json& last = metrics[metrics.size() - 2];
   REQUIRE(last["kind"] == "valid");
   REQUIRE(last["step"] == 400);
   REQUIRE(last["exact"].get<double>() == 1.0);

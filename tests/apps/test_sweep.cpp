@@ -60,10 +60,15 @@ TEST_CASE("a sweep trains every configuration, records it, and selects the best 
     CHECK(rec["epochs"].is_number());
     CHECK(rec["wall_s"].get<double>() > 0);
     CHECK(rec["load_before"].is_number());
-    // The best valid loss is the lowest of the run's validations.
+    // The best valid loss is the lowest of the run's validations, the trained weights' at the end
+    // included (best.safetensors keeps the better).
     double lowest = 1e300;
-    for (const json& m : read_jsonl(work / ("out/runs/" + rec["name"].get<std::string>() + "/metrics.jsonl")))
-      if (m["kind"] == "valid") lowest = std::min(lowest, m["loss"].get<double>());
+    int trained = 0;
+    for (const json& m : read_jsonl(work / ("out/runs/" + rec["name"].get<std::string>() + "/metrics.jsonl"))) {
+      if (m["kind"] == "valid" || m["kind"] == "valid_trained") lowest = std::min(lowest, m["loss"].get<double>());
+      trained += m["kind"] == "valid_trained";
+    }
+    CHECK(trained == 1);
     REQUIRE(rec["best_valid_loss"].is_number());
     CHECK(rec["best_valid_loss"].get<double>() == lowest);
   }
