@@ -60,8 +60,11 @@ inline constexpr double kFewPasses = 12;
 // more: on the messages corpus, 1 thread per run, 6,400 half updates against 3,400 full ones
 // (about the same time), all validation pairs, beam 4, seed 2: 62.35 valid BLEU against 60.48
 // (the last weights 62.38 / 61.55), validation loss 1.081 against 1.131; seed 1 at 5,900 half
-// updates (8% less time): 61.27 / 61.51 (last 61.92 / 61.64), loss 1.095 / 1.141. A budget of
-// updates (--max-steps) keeps the batch: halving it would halve the tokens of its updates.
+// updates (8% less time): 61.27 / 61.51 (last 61.92 / 61.64), loss 1.095 / 1.141; seed 3 (half)
+// 61.77. Quarter batches came out even with half ones (seeds 2 / 3: 61.91 / 62.40), and half
+// ones with lr 3e-3 behind (61.10 / 61.06). The 13-minute command (2 threads): 62.23 against
+// 61.35. A budget of updates (--max-steps) keeps the batch: halving it would halve the tokens
+// of its updates.
 inline constexpr int64_t kFewPassesBatchDivisor = 2;
 // Under kSomePasses the small recipe's learning rate also decays linearly to zero at the end of
 // the budget (`--schedule linear`, for --max-steps and --max-time), where it gives at least
