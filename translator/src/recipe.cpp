@@ -24,8 +24,8 @@ namespace {
 struct RecipeBudget {
   double updates = 0;  // the updates of the budget (infinite: none)
   double passes = 0;   // over the training corpus (infinite: no budget)
-  bool by_updates_or_time = false;  // its limit is --max-steps or --max-time (not --max-epochs, not none)
-  bool by_time = false;             // its limit is --max-time
+  enum class Limit { none, epochs, steps, time } limit = Limit::none;  // the one that binds
+  bool by_updates_or_time() const { return limit == Limit::steps || limit == Limit::time; }
 };
 
 struct Shape {
@@ -108,24 +108,23 @@ RecipeBudget budget_for(const std::string& name, const TrainConfig& c, const std
   const double cost = update_cost(name) * per_update / double(shape_of(name).max_tokens);
   RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   if (how) *how = source.how;
-  const auto limit = [&](double updates, const std::string& what, bool by_updates_or_time = true,
-                         bool by_time = false) {
+  using Limit = RecipeBudget::Limit;
+  const auto limit = [&](double updates, const std::string& what, Limit kind) {
     if (updates >= b.updates) return;
     b.updates = updates;
-    b.by_updates_or_time = by_updates_or_time;
-    b.by_time = by_time;
+    b.limit = kind;
     if (how) *how = what;
   };
   if (c.max_epochs > 0)
-    limit(double(c.max_epochs) * tokens / per_update, concat("--max-epochs ", c.max_epochs), false);
+    limit(double(c.max_epochs) * tokens / per_update, concat("--max-epochs ", c.max_epochs), Limit::epochs);
   // 5% of the time goes to validations and checkpoints (the 13-minute Ding run: 4.2 updates/s in
   // all, against 4.4 in its training lines).
   if (source.small_seconds > 0)
     limit(0.95 * c.max_time_seconds() / (source.small_seconds * cost),
           concat("--max-time ", c.max_time, " at ", std::round(10 / source.small_seconds) / 10,
                  " updates/s of the small model (timed here)"),
-          true, true);
-  if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps));
+          Limit::time);
+  if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps), Limit::steps);
   if (std::isfinite(b.updates)) b.passes = b.updates * per_update / tokens;
   return b;
 }
@@ -203,7 +202,7 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   const std::string name = c.recipe != "auto" ? c.recipe : large_batches >= kLargeUpdates ? "large" : "small";
   const RecipeBudget b = budget_for(name, c, given, tokens, source, &how);
   // A given batch is the user's: no warm-up for the recipe's halved one.
-  const bool time_budget = b.by_time && !given.contains("max-tokens");
+  const bool time_budget = b.limit == RecipeBudget::Limit::time && !given.contains("max-tokens");
   Recipe r = recipe_settings(name, b.passes, time_budget);
   const bool divided = divides_batch(name, b.passes, time_budget);
   const auto drop = [&r](const std::string& key) {
@@ -218,7 +217,7 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   const double warmup = w.is_share                   ? 0.0
                         : given.contains("warmup") ? double(w.updates)
                                                    : double(std::max(shape_of(name).warmup, w.updates));
-  if (!b.by_updates_or_time || b.updates < kLinearWarmups * warmup) drop("schedule");
+  if (!b.by_updates_or_time() || b.updates < kLinearWarmups * warmup) drop("schedule");
   const std::string updates =
       divided ? concat(format_count(b.updates * kFewPassesBatchDivisor), " updates of ",
                        shape_of(name).max_tokens / kFewPassesBatchDivisor,
