@@ -22,7 +22,7 @@ inline constexpr const char* kCheckpointHelp =
     "(rosetta train --ema)";
 
 struct DecodeArgs {
-  int beam = 4;
+  int beam = translator::kDefaultBeam;
   double length_penalty = 1.0;
   // A source of S tokens gets at most a * S + b target tokens: a runaway repetition stops there.
   double max_len_a = 1.5;

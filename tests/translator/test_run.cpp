@@ -10,7 +10,9 @@
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/io.h"
 #include "rosetta/core/safetensors.h"
+#include "rosetta/train/process_group.h"
 #include "rosetta/translator/run.h"
+#include "rosetta/translator/run_data.h"
 #include "support.h"
 
 using namespace rosetta;
@@ -184,6 +186,51 @@ TEST_CASE("train_translator with --ema validates the trained weights at the end 
   REQUIRE(load_safetensors(translator::RunPaths(plain).best()).metadata.at("valid.weights") == "trained");
   fs::remove_all(dir);
   fs::remove_all(plain);
+}
+
+TEST_CASE("train_translator with --ema, best by BLEU or chrF, chooses its best weights again on all validation pairs",
+          "[train][run]") {
+  const std::string dir = fresh_dir("final");
+  translator::TrainConfig c = tiny_copy_run(dir, 40);
+  c.validate_every = 20;
+  c.ema = 0.9;                  // an average that differs from the trained weights in 40 updates
+  c.lr = 1e-2;                  // which learn something: translations that differ
+  c.warmup = "5";
+  c.best_metric = "chrf";       // BLEU of a model this small is 0 either way; chrF is not
+  c.valid_bleu_sentences = 5;   // the periodic validations translate 5 of the 20 (greedy)
+  c.precision = "fp32";         // as the independent scoring below (no precision scope there)
+  Heard heard;
+  translator::train_translator(c, "", heard.hooks());
+  REQUIRE(heard.said("best weights chosen on all 20 validation pairs (beam 4, as rosetta eval): "));
+  const translator::RunPaths run(dir);
+  std::istringstream lines(read_file(run.metrics()));
+  std::string choice;
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("\"kind\":\"final_choice\"") != std::string::npos) {
+      REQUIRE(choice.empty());  // one
+      choice = line;
+    }
+  REQUIRE_FALSE(choice.empty());
+  REQUIRE(field(choice, "step") == 40);
+  REQUIRE(field(choice, "sentences") == 20);
+  const double kept = field(choice, "kept_chrf"), trained = field(choice, "trained_chrf");
+  const bool to_trained = choice.find("\"chosen\":\"trained\"") != std::string::npos;
+  REQUIRE(to_trained == (trained > kept));
+  // Scored again here, from the files: the last checkpoint is the trained weights, and
+  // best.safetensors holds the better of the two and says whose it is.
+  translator::RunData d;
+  translator::make_copy_task(c, d);  // the same held-out sequences (seeded)
+  const auto score = [&](const std::string& which) {
+    const translator::Translator t = translator::Translator::load(dir, which);
+    return translator::validate_translation(*t.model, t.codec, d.valid, d.valid_text, c.max_tokens,
+                                            d.valid_text.size(), nn::SearchOptions().beam(4), 0, train::ProcessGroup())
+        .chrf;
+  };
+  REQUIRE(score("last") == trained);
+  REQUIRE(score("best") == std::max(kept, trained));
+  REQUIRE(load_safetensors(run.best()).metadata.at("valid.weights") == (to_trained ? "trained" : "ema"));
+  // By loss (the test above) there is no such choice: the loss is of all pairs already.
+  fs::remove_all(dir);
 }
 
 TEST_CASE("train_translator refuses a bad configuration before it writes anything", "[train][run]") {

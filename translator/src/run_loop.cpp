@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -192,7 +193,7 @@ bool TrainingRun::validate(bool trained) {
   if (improved) {
     p_.best_valid = value;
     if (!trained) p_.bad_validations = 0;
-    if (root_)
+    if (root_ && !(trained && final_choice()))  // the last choice is choose_final's
       train::keeping_last_checkpoint(run_.checkpoint(), [&] {
         save_weights(run_.best(), c_, *model_, d_, p_.step,
                      {{"valid.loss", to_str(v.loss)},
@@ -245,6 +246,7 @@ TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
   // last updates and often the better one (README, "Recipes"): both are validated at the end and
   // best.safetensors keeps the better.
   if (ended && trainer_->ema().defined()) validate(/*trained=*/true);
+  if (ended && final_choice()) choose_final();
   save();
   TrainOutcome outcome;
   outcome.stop_reason = stop_reason;
@@ -257,6 +259,79 @@ TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
   say_.info(concat("stopped at step ", p_.step, " (", stop_reason, "); ", num("%.0f", elapsed()),
                    "s of training; checkpoint in ", run_.checkpoint()));
   return outcome;
+}
+
+bool TrainingRun::final_choice() const {
+  return trainer_->ema().defined() && c_.best_metric != "loss" && !d_.valid_text.empty();
+}
+
+void TrainingRun::choose_final() {
+  // Whether best.safetensors exists (a run resumed after its last validation may have none
+  // yet): the root's word, on every rank. Its answer also waits for the root's last save.
+  if (!group_.any(root_ && fs::exists(run_.best()))) return;
+  const bool by_bleu = c_.best_metric == "bleu";
+  const auto search = nn::SearchOptions().beam(kDefaultBeam);
+  const auto score = [&] {
+    TranslationScores v = validate_translation(*model_, d_.codec, d_.valid, d_.valid_text, c_.max_tokens,
+                                               d_.valid_text.size(), search, 0, group_);
+    share_scores(group_, v);
+    return v;
+  };
+  const TranslationScores trained = score();
+  // The kept weights in the model meanwhile (read by the root, sent to the others), then the
+  // trained ones again, bit for bit. A best.safetensors that does not load leaves the choice as
+  // it was (the run's last checkpoint still to be saved).
+  Tensor flat = opt_->flat_params();
+  const Tensor saved = flat.clone();
+  int64_t kept_step = -1;  // unknown
+  std::string kept_weights = "ema", unreadable;
+  if (root_) {
+    try {
+      const auto meta = train::load_model_weights(*model_, run_.best());
+      if (auto it = meta.find("train.step"); it != meta.end())
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), kept_step);
+      if (auto it = meta.find("valid.weights"); it != meta.end()) kept_weights = it->second;
+    } catch (const std::exception& e) {
+      unreadable = e.what();
+    }
+  }
+  if (group_.any(!unreadable.empty())) {
+    flat.copy_(saved);
+    say_.warn(concat("the best weights were not chosen again on all validation pairs: ", unreadable));
+    return;
+  }
+  TranslationScores kept;
+  try {
+    group_.broadcast(flat.data<float>(), flat.numel());
+    flat.bump_version();
+    kept = score();
+  } catch (...) {
+    flat.copy_(saved);
+    throw;
+  }
+  flat.copy_(saved);
+  const double a = by_bleu ? kept.bleu : kept.chrf, b = by_bleu ? trained.bleu : trained.chrf;
+  const bool switch_to_trained = b > a;
+  const std::string what = concat(kept_weights == "trained" ? "the trained weights" : "the EMA",
+                                  kept_step < 0 ? "" : concat(" of step ", kept_step));
+  if (metrics_)
+    metrics_->write({{"kind", "final_choice"}, {"step", p_.step}, {"sentences", int64_t(d_.valid_text.size())},
+                     {"beam", int64_t(kDefaultBeam)}, {"kept_step", kept_step}, {"kept_bleu", kept.bleu},
+                     {"kept_chrf", kept.chrf}, {"trained_bleu", trained.bleu}, {"trained_chrf", trained.chrf},
+                     {"chosen", switch_to_trained ? "trained" : "kept"}});
+  say_.info(concat("best weights chosen on all ", d_.valid_text.size(), " validation pairs (beam ", kDefaultBeam,
+                   ", as rosetta eval): ", what, " ", c_.best_metric, " ", num("%.2f", a), ", the trained weights of step ",
+                   p_.step, " ", num("%.2f", b), ": best.safetensors ",
+                   switch_to_trained ? "holds the trained weights" : "keeps " + what));
+  if (!switch_to_trained || !root_) return;
+  train::keeping_last_checkpoint(run_.checkpoint(), [&] {
+    save_weights(run_.best(), c_, *model_, d_, p_.step,
+                 {{"valid.loss", to_str(trained.loss)},
+                  {"valid.bleu", to_str(trained.bleu)},
+                  {"valid.chrf", to_str(trained.chrf)},
+                  {"valid.weights", "trained"},
+                  {"valid.chosen_on", concat("all ", d_.valid_text.size(), " validation pairs, beam ", kDefaultBeam)}});
+  });
 }
 
 double TrainingRun::elapsed() const {

@@ -102,6 +102,11 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          int64_t* truncated = nullptr,
                                                          const BatchCheck& check_batch = {});
 
+// The beam `rosetta translate` and `eval` decode with unless told otherwise (chosen on the
+// validation set; README, "The default translator"), and with which a run's last choice of its
+// best weights translates the validation set (run.h).
+inline constexpr int kDefaultBeam = 4;
+
 // The scores of a translation model on a validation set.
 struct TranslationScores {
   double loss = std::numeric_limits<double>::quiet_NaN();  // per target token
