@@ -8,7 +8,7 @@
 //
 // and the regularization by the passes over the training corpus the budget gives: dropout 0.1
 // and label smoothing 0.1 for few passes (the small one's dropout 0.05 under kFewPasses, and in a
-// budget of time half its batch there: kFewPassesBatchDivisor); from
+// budget of time half its batch there, validated every 400 updates: kFewPassesBatchDivisor); from
 // kSomePasses dropout 0.15 (small); for many (at least kManyPasses) dropout 0.2 and smoothing
 // 0.1 (large: 0.4 and 0.2), the small one's smoothing 0.2 from kMostPasses; under kSomePasses the small one's rate decays linearly to zero
 // at the end of a budget of updates or time. Every recipe keeps best.safetensors by validation
