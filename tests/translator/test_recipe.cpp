@@ -69,6 +69,8 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(settings(translator::recipe_settings("small", 9, true))["max-tokens"] == "1250");
   CHECK(settings(translator::recipe_settings("small", 9, true))["warmup"] == "600");
   CHECK(settings(translator::recipe_settings("small", 9, true))["validate-every"] == "400");  // as often per token
+  CHECK(settings(translator::recipe_settings("small", 9, true))["ff"] == "512");  // and a narrower feed-forward layer
+  CHECK(settings(translator::recipe_settings("small", 9))["ff"] == "1024");
   CHECK(settings(translator::recipe_settings("small", 9)).count("validate-every") == 0);
   CHECK(settings(translator::recipe_settings("small", 9))["max-tokens"] == "2500");
   CHECK(settings(translator::recipe_settings("small", translator::kFewPasses, true))["max-tokens"] == "2500");

@@ -150,6 +150,15 @@ bool divides_batch(const std::string& name, double passes, bool time_budget) {
   return name == "small" && time_budget && passes < kFewPasses;
 }
 
+// The small recipe's shape for few passes of a time budget (recipe.h): a smaller batch with the
+// same warm-up tokens, a narrower feed-forward layer.
+Shape few_passes_shape(Shape s) {
+  s.max_tokens /= kFewPassesBatchDivisor;
+  s.warmup *= kFewPassesBatchDivisor;
+  s.ff /= kFewPassesFfDivisor;
+  return s;
+}
+
 double small_dropout(double passes) {
   if (passes >= kManyPasses) return 0.2;
   if (passes >= kSomePasses) return 0.15;
@@ -162,10 +171,7 @@ double small_dropout(double passes) {
 Recipe recipe_settings(const std::string& name, double passes, bool time_budget) {
   Shape s = shape_of(name);
   const bool many = passes >= kManyPasses, large = name == "large";
-  if (divides_batch(name, passes, time_budget)) {  // a smaller batch, the same warm-up tokens
-    s.max_tokens /= kFewPassesBatchDivisor;
-    s.warmup *= kFewPassesBatchDivisor;
-  }
+  if (divides_batch(name, passes, time_budget)) s = few_passes_shape(s);
   const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
   const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
   Recipe r;
@@ -222,17 +228,23 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
                         : given.contains("warmup") ? double(w.updates)
                                                    : double(std::max(shape_of(name).warmup, w.updates));
   if (!b.by_updates_or_time() || b.updates < kLinearWarmups * warmup) drop("schedule");
-  const std::string updates =
-      divided ? concat(format_count(b.updates * kFewPassesBatchDivisor), " updates of ",
-                       shape_of(name).max_tokens / kFewPassesBatchDivisor,
-                       " tokens (a smaller batch for few passes of a time budget)")
-              : concat(format_count(b.updates), " updates");
   const std::string large_of =
       given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "";
-  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ", updates, ", ",
-                    format_count(b.passes), " passes over ", format_count(tokens), " tokens of ", corpus.pairs.size(),
-                    " pairs (the large recipe: ", format_count(large_batches), " updates", large_of, "; it needs ",
-                    int64_t(kLargeUpdates), ")");
+  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ");
+  if (divided) {
+    // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
+    const Shape few = few_passes_shape(shape_of(name));
+    const double speedup = flops_per_token(shape_of(name)) / flops_per_token(few);
+    r.reason += concat("the small model ", format_count(b.passes), " passes over ", format_count(tokens),
+                       " tokens of ", corpus.pairs.size(), " pairs, under ", kFewPasses, ": a smaller batch and model, ",
+                       format_count(b.updates * kFewPassesBatchDivisor * speedup), " updates of ", few.max_tokens,
+                       " tokens with a feed-forward width of ", few.ff);
+  } else {
+    r.reason += concat(format_count(b.updates), " updates, ", format_count(b.passes), " passes over ",
+                       format_count(tokens), " tokens of ", corpus.pairs.size(), " pairs");
+  }
+  r.reason += concat(" (the large recipe: ", format_count(large_batches), " updates", large_of, "; it needs ",
+                     int64_t(kLargeUpdates), ")");
   return r;
 }
 
