@@ -42,6 +42,7 @@ inline constexpr Fact kFacts[] = {
     {"model", "model: "},
     {"schedule", "schedule: "},
     {"kernels", "kernels: "},
+    {"best weights", "best weights chosen on all "},
     {"last stop", "stopped at step "},
 };
 

@@ -119,7 +119,11 @@ void fake_run(const std::string& dir, const std::string& src, const std::string&
              "{\"kind\":\"valid\",\"step\":3,\"loss\":4.5,\"ppl\":90.0,\"bleu\":1.5,\"chrf\":10.0,\"exact\":0,"
              "\"elapsed_s\":3.5}\n");
   write_file(dir + "/config.toml", "task=\"translate\"\nout=\"" + config_value + "\"\nlr=1e-3\n");
-  write_file(dir + "/train.log", "[2026-01-01 00:00:00.000] [info] data: 7 training pairs, 1 validation pairs\n");
+  write_file(dir + "/train.log",
+             "[2026-01-01 00:00:00.000] [info] data: 7 training pairs, 1 validation pairs\n"
+             "[2026-01-01 00:00:09.000] [info] best weights chosen on all 1 validation pairs (beam 4, as rosetta "
+             "eval): the EMA of step 3 bleu 1.50, the trained weights of step 3 1.60: best.safetensors holds the "
+             "trained weights\n");
   write_file(dir + "/translations.jsonl",
              json({{"step", 3}, {"src", {src}}, {"ref", {src}}, {"hyp", {"x"}}}).dump() + "\n");
 }
@@ -162,6 +166,10 @@ TEST_CASE("report: malformed metrics lines are skipped with a warning, and no te
   REQUIRE(html.find("run&lt;&amp;&quot;&#39;&gt;") != std::string::npos);
   // No model: the attention section says so.
   REQUIRE(html.find("no model yet") != std::string::npos);
+  // train.log's facts, the end's choice of the best weights among them.
+  REQUIRE(html.find("7 training pairs, 1 validation pairs") != std::string::npos);
+  REQUIRE(html.find("the trained weights of step 3 1.60: best.safetensors holds the trained weights") !=
+          std::string::npos);
 
   const std::string chromium = find_chromium();
   if (chromium.empty()) {
