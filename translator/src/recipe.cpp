@@ -170,8 +170,8 @@ double small_dropout(double passes) {
 
 Recipe recipe_settings(const std::string& name, double passes, bool time_budget) {
   Shape s = shape_of(name);
-  const bool many = passes >= kManyPasses, large = name == "large";
-  if (divides_batch(name, passes, time_budget)) s = few_passes_shape(s);
+  const bool many = passes >= kManyPasses, large = name == "large", few = divides_batch(name, passes, time_budget);
+  if (few) s = few_passes_shape(s);
   const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
   const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
   Recipe r;
@@ -191,7 +191,7 @@ Recipe recipe_settings(const std::string& name, double passes, bool time_budget)
   if (!large && passes < kSomePasses) r.settings.emplace_back("schedule", "\"linear\"");
   // As many validations per token as with the whole batch: each takes about as long as 9 half
   // updates, which every 200 of them was ~5% of a 13-minute run on the messages corpus (33 of ~1.1 s).
-  if (divides_batch(name, passes, time_budget))
+  if (few)
     r.settings.emplace_back("validate-every", concat(TrainConfig{}.validate_every * kFewPassesBatchDivisor));
   return r;
 }

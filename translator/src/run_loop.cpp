@@ -51,6 +51,19 @@ void share_scores(const ProcessGroup& group, TranslationScores& r) {
   r.chrf = scores[1];
 }
 
+// While alive, the model's weights (the optimizer's flat parameters) may be replaced; then the
+// ones it found come back, bit for bit, however the scope ends.
+class RestoredWeights {
+ public:
+  explicit RestoredWeights(Tensor flat) : flat_(std::move(flat)), saved_(flat_.clone()) {}
+  ~RestoredWeights() { flat_.copy_(saved_); }
+  RestoredWeights(const RestoredWeights&) = delete;
+  RestoredWeights& operator=(const RestoredWeights&) = delete;
+
+ private:
+  Tensor flat_, saved_;
+};
+
 }  // namespace
 
 // ------------------------------------------------------------------ the loop
@@ -193,14 +206,7 @@ bool TrainingRun::validate(bool trained) {
   if (improved) {
     p_.best_valid = value;
     if (!trained) p_.bad_validations = 0;
-    if (root_ && !(trained && final_choice()))  // the last choice is choose_final's
-      train::keeping_last_checkpoint(run_.checkpoint(), [&] {
-        save_weights(run_.best(), c_, *model_, d_, p_.step,
-                     {{"valid.loss", to_str(v.loss)},
-                      {"valid.bleu", to_str(v.bleu)},
-                      {"valid.chrf", to_str(v.chrf)},
-                      {"valid.weights", average ? "ema" : "trained"}});
-      });
+    if (!(trained && final_choice())) keep_best(v, average ? "ema" : "trained");  // else choose_final's
   } else if (!trained) {
     ++p_.bad_validations;
   }
@@ -281,35 +287,30 @@ void TrainingRun::choose_final() {
   // The kept weights in the model meanwhile (read by the root, sent to the others), then the
   // trained ones again, bit for bit. A best.safetensors that does not load leaves the choice as
   // it was (the run's last checkpoint still to be saved).
-  Tensor flat = opt_->flat_params();
-  const Tensor saved = flat.clone();
   int64_t kept_step = -1;  // unknown
   std::string kept_weights = "ema", unreadable;
-  if (root_) {
-    try {
-      const auto meta = train::load_model_weights(*model_, run_.best());
-      if (auto it = meta.find("train.step"); it != meta.end())
-        std::from_chars(it->second.data(), it->second.data() + it->second.size(), kept_step);
-      if (auto it = meta.find("valid.weights"); it != meta.end()) kept_weights = it->second;
-    } catch (const std::exception& e) {
-      unreadable = e.what();
-    }
-  }
-  if (group_.any(!unreadable.empty())) {
-    flat.copy_(saved);
-    say_.warn(concat("the best weights were not chosen again on all validation pairs: ", unreadable));
-    return;
-  }
   TranslationScores kept;
-  try {
+  {
+    const RestoredWeights restored(opt_->flat_params());
+    if (root_) {
+      try {
+        const auto meta = train::load_model_weights(*model_, run_.best());
+        if (auto it = meta.find("train.step"); it != meta.end())
+          std::from_chars(it->second.data(), it->second.data() + it->second.size(), kept_step);
+        if (auto it = meta.find("valid.weights"); it != meta.end()) kept_weights = it->second;
+      } catch (const std::exception& e) {
+        unreadable = e.what();
+      }
+    }
+    if (group_.any(!unreadable.empty())) {
+      say_.warn(concat("the best weights were not chosen again on all validation pairs: ", unreadable));
+      return;
+    }
+    Tensor flat = opt_->flat_params();
     group_.broadcast(flat.data<float>(), flat.numel());
     flat.bump_version();
     kept = score();
-  } catch (...) {
-    flat.copy_(saved);
-    throw;
   }
-  flat.copy_(saved);
   const double a = by_bleu ? kept.bleu : kept.chrf, b = by_bleu ? trained.bleu : trained.chrf;
   const bool switch_to_trained = b > a;
   const std::string what = concat(kept_weights == "trained" ? "the trained weights" : "the EMA",
@@ -323,15 +324,20 @@ void TrainingRun::choose_final() {
                    ", as rosetta eval): ", what, " ", c_.best_metric, " ", num("%.2f", a), ", the trained weights of step ",
                    p_.step, " ", num("%.2f", b), ": best.safetensors ",
                    switch_to_trained ? "holds the trained weights" : "keeps " + what));
-  if (!switch_to_trained || !root_) return;
-  train::keeping_last_checkpoint(run_.checkpoint(), [&] {
-    save_weights(run_.best(), c_, *model_, d_, p_.step,
-                 {{"valid.loss", to_str(trained.loss)},
-                  {"valid.bleu", to_str(trained.bleu)},
-                  {"valid.chrf", to_str(trained.chrf)},
-                  {"valid.weights", "trained"},
-                  {"valid.chosen_on", concat("all ", d_.valid_text.size(), " validation pairs, beam ", kDefaultBeam)}});
-  });
+  if (switch_to_trained)
+    keep_best(trained, "trained",
+              {{"valid.chosen_on", concat("all ", d_.valid_text.size(), " validation pairs, beam ", kDefaultBeam)}});
+}
+
+void TrainingRun::keep_best(const TranslationScores& v, const std::string& whose,
+                            std::map<std::string, std::string> extra) {
+  if (!root_) return;
+  extra.insert({{"valid.loss", to_str(v.loss)},
+                {"valid.bleu", to_str(v.bleu)},
+                {"valid.chrf", to_str(v.chrf)},
+                {"valid.weights", whose}});
+  train::keeping_last_checkpoint(run_.checkpoint(),
+                                 [&] { save_weights(run_.best(), c_, *model_, d_, p_.step, extra); });
 }
 
 double TrainingRun::elapsed() const {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,6 +122,9 @@ class TrainingRun {
   // a 13-minute run on the messages corpus kept the EMA (62.23 BLEU on all pairs, beam 4) over
   // the trained weights (62.35).
   void choose_final();
+  // The root writes the model's weights to best.safetensors, with `v`'s scores and whose they
+  // are ("ema" or "trained") in its metadata, besides `extra`.
+  void keep_best(const TranslationScores& v, const std::string& whose, std::map<std::string, std::string> extra = {});
   // Collective: the ranks agree, the root writes the checkpoint, snapshots and moving average.
   void save();
   // The schedule of --schedule: a BudgetSchedule (budget_) for linear and cosine, else by name.
