@@ -1,5 +1,5 @@
 // rosetta bench: training and decoding throughput on the shapes of
-// shared/bench/torch_reference.py (random token batches of fixed length), one JSON line.
+// bench/torch_reference.py (random token batches of fixed length), one JSON line.
 #include <sys/resource.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs rosetta's benchmark and the PyTorch reference (shared/bench/torch_reference.py, with
+# Runs rosetta's benchmark and the PyTorch reference (bench/torch_reference.py, with
 # Debian's python3-torch) back to back on this machine, preset by preset, and prints a table
 # of training tokens/s, decoding sentences/s, MFU and peak RSS with the ratios. Both in fp32
 # (rosetta bench --precision fp32); bench/precision.sh compares bf16 with PyTorch's autocast.
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 rosetta=${ROSETTA_BIN:-$root/build/rosetta}
-torch_ref=${TORCH_REFERENCE:-$root/../shared/bench/torch_reference.py}
+torch_ref=${TORCH_REFERENCE:-$root/bench/torch_reference.py}
 [ -x "$rosetta" ] || { echo "compare: $rosetta not built" >&2; exit 1; }
 [ -f "$torch_ref" ] || { echo "compare: $torch_ref not found (set TORCH_REFERENCE)" >&2; exit 1; }
 /usr/bin/python3 -c "import torch" 2>/dev/null || { echo "compare: needs python3-torch (apt-get install python3-torch)" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rosetta across thread counts on one machine, as README's many-core table was measured (a
+# rosetta across thread counts on one machine, as the many-core tables of docs/results/speed.md were measured (a
 # 16-core Xeon lent for minutes): the presets in fp32 and bf16 and PyTorch fp32 / bf16 autocast
 # at each thread count, then the default translator job's training tokens/s in fp32 and bf16 at
 # each thread count, and what --precision auto chooses there. One round of each (such machines
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 rosetta=${ROSETTA_BIN:-$root/build/rosetta}
-torch_ref=${TORCH_REFERENCE:-$root/../shared/bench/torch_reference.py}
+torch_ref=${TORCH_REFERENCE:-$root/bench/torch_reference.py}
 [ -x "$rosetta" ] || { echo "cores: $rosetta not built" >&2; exit 1; }
 have_torch=0
 [ -f "$torch_ref" ] && "$py" -c "import torch" 2>/dev/null && have_torch=1

@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 rosetta=${ROSETTA_BIN:-$root/build/rosetta}
-torch_ref=${TORCH_REFERENCE:-$root/../shared/bench/torch_reference.py}
+torch_ref=${TORCH_REFERENCE:-$root/bench/torch_reference.py}
 [ -x "$rosetta" ] || { echo "precision: $rosetta not built" >&2; exit 1; }
 [ -f "$torch_ref" ] || { echo "precision: $torch_ref not found (set TORCH_REFERENCE)" >&2; exit 1; }
 "$py" -c "import torch" 2>/dev/null || { echo "precision: $py has no torch (see the header)" >&2; exit 1; }

@@ -7,7 +7,7 @@ PyTorch user trains in mixed precision on a CPU (oneDNN's AVX512_BF16 or AMX ker
 CPU has them). Prints one JSON line like the reference's, with "precision". --precision fp32
 runs the same loop without autocast.
 
-    python torch_autocast.py --reference ../shared/bench/torch_reference.py --preset small
+    python torch_autocast.py --reference bench/torch_reference.py --preset small
 """
 import argparse, importlib.util, json, resource, time, warnings
 

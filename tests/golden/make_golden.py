@@ -38,7 +38,7 @@ FIRST_WORD = 4          # real (non-special) token ids are drawn from [FIRST_WOR
 torch.set_num_threads(1)
 
 # ----------------------------------------------------------------------------------------------
-# the model (== /work/shared/bench/torch_reference.py Seq2Seq, with explicit masks)
+# the model (== bench/torch_reference.py's Seq2Seq, with explicit masks)
 # ----------------------------------------------------------------------------------------------
 def sinusoidal_pe(n, d):
     """PE[pos,2i] = sin(pos / 10000^(2i/d)), PE[pos,2i+1] = cos(same); computed in float64,
