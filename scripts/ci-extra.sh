@@ -65,7 +65,7 @@ asan() {
 }
 
 fuzz() {
-  command -v clang++-14 >/dev/null || { echo "ci-extra: clang++-14 missing (scripts/install-deps.sh)" >&2; exit 1; }
+  command -v clang++-14 >/dev/null || { echo "ci-extra: clang++-14 missing (scripts/install-deps.sh --test)" >&2; exit 1; }
   timed "fuzz: configure" env CC=clang-14 CXX=clang++-14 cmake -S . -B "$fuzz_build" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROSETTA_SANITIZE=ON -DROSETTA_FUZZ=ON -DROSETTA_MPI=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null

@@ -3,15 +3,14 @@
 set -euo pipefail
 # libopenmpi-dev, openmpi-bin: data-parallel training (mpirun -np N rosetta train); optional for
 # the build (cmake -DROSETTA_MPI=OFF, or AUTO without them, builds without MPI).
-# clang-14, libclang-rt-14-dev, libomp-14-dev: the libFuzzer targets (scripts/ci-extra.sh).
 packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
-          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin
-          clang-14 libclang-rt-14-dev libomp-14-dev)
+          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
 # --test (scripts/run-tests.sh): also chromium, in which the rosetta report tests render their
-# pages headless (without it they print a message and skip that part), and clang-tidy-14, the
-# lint of dangling references (scripts/lint.sh).
+# pages headless (without it they print a message and skip that part), clang-tidy-14, the lint of
+# dangling references (scripts/lint.sh), and clang-14, libclang-rt-14-dev and libomp-14-dev, the
+# libFuzzer targets (scripts/ci-extra.sh). README command (1) needs none of them.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(chromium clang-tidy-14)
+  packages+=(chromium clang-tidy-14 clang-14 libclang-rt-14-dev libomp-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do

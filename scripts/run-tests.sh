@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
-bash scripts/build.sh
+bash scripts/build.sh -DROSETTA_BUILD_TESTS=ON  # everything (README command (1) may have turned the tests off)
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
 if [[ -z "${ROSETTA_SKIP_EXTRA:-}" ]]; then
   bash scripts/ci-extra.sh
