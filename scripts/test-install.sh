@@ -56,7 +56,9 @@ if grep -rl -e "$root/" -e "$build" "$config_dir" "$prefix/include"; then
 fi
 if [[ -x $prefix/bin/rosetta ]]; then
   got=$("$prefix/bin/rosetta" --version)
-  [[ $got == "rosetta $version" ]] || fail "rosetta --version printed '$got', package is $version"
+  # "rosetta 0.2.0 (commit 1a2b3c4)", -dirty after it where the tree had changes, or "unknown"
+  [[ $got =~ ^rosetta\ ${version//./\\.}\ \(commit\ ([0-9a-f]+(-dirty)?|unknown)\)$ ]] ||
+    fail "rosetta --version printed '$got', package is $version"
   echo "test-install: $got"
 fi
 

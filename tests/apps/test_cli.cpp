@@ -2,6 +2,8 @@
 // with an identical trajectory, translated and scored; metrics.jsonl and SVG outputs.
 #include <nlohmann/json.hpp>
 
+#include <regex>
+
 #include "cli_support.h"
 #include "rosetta/core/cpu.h"
 
@@ -28,6 +30,16 @@ const char* kToyFlags =
     "--valid-bleu-sentences 20";
 
 }  // namespace
+
+TEST_CASE("rosetta --version names the version and the commit the binary was built from", "[cli]") {
+  const RunResult r = run_rosetta("--version");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // "rosetta 0.2.0 (commit 1a2b3c4)"; "-dirty" after the hash where the tree had changes, and
+  // "unknown" for a tree without git (cmake/commit.cmake). The version is the project's.
+  const std::string version = std::regex_replace(std::string(ROSETTA_VERSION), std::regex("\\."), "\\.");
+  CHECK(std::regex_match(r.output, std::regex("rosetta " + version + R"( \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")));
+}
 
 TEST_CASE("copy task reaches 100% exact match on held-out sequences", "[cli]") {
   TempDir dir("copy");
