@@ -1,19 +1,12 @@
 // An MLP learns XOR of signs: points uniform in [-1, 1]^2, class 1 when x0 * x1 > 0.
-// Prints the loss going down; exits 1 unless test accuracy reaches 95%.
+// Prints the loss going down; exits 1 unless test accuracy reaches 95%. The README quotes the
+// MLP and its training loop (scripts/check-links.sh checks that it quotes them as they are).
 #include <rosetta/rosetta.h>
 
 #include <cstdio>
 #include <memory>
 
 using namespace rosetta;
-
-struct MLP : nn::Module {
-  MLP(int64_t in, int64_t hidden, int64_t out, Generator& gen)
-      : fc1(register_module("fc1", std::make_shared<nn::Linear>(nn::LinearOptions(in, hidden), gen))),
-        fc2(register_module("fc2", std::make_shared<nn::Linear>(nn::LinearOptions(hidden, out), gen))) {}
-  Var forward(const Var& x) const { return fc2->forward(tanh(fc1->forward(x))); }  // [N, 2] -> [N, 2]
-  std::shared_ptr<nn::Linear> fc1, fc2;
-};
 
 // n points [n, 2] and their labels [n] (I32).
 std::pair<Tensor, Tensor> make_batch(Generator& gen, int64_t n) {
@@ -23,6 +16,14 @@ std::pair<Tensor, Tensor> make_batch(Generator& gen, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = v[2 * i] * v[2 * i + 1] > 0;
   return {x, Tensor::from_vector(y)};
 }
+
+struct MLP : nn::Module {
+  MLP(int64_t in, int64_t hidden, int64_t out, Generator& gen)
+      : fc1(register_module("fc1", std::make_shared<nn::Linear>(nn::LinearOptions(in, hidden), gen))),
+        fc2(register_module("fc2", std::make_shared<nn::Linear>(nn::LinearOptions(hidden, out), gen))) {}
+  Var forward(const Var& x) const { return fc2->forward(tanh(fc1->forward(x))); }  // [N, 2] -> [N, 2]
+  std::shared_ptr<nn::Linear> fc1, fc2;
+};
 
 int main() {
   Generator gen(7);
