@@ -130,10 +130,9 @@ ThreadPlan ThreadReplicas::plan(int requested, int threads, int64_t rows, int64_
                 " threads of this process (one replica per thread)");
   threads = std::max(threads, 1);
   if (requested > 0) return {requested, std::max(1, threads / requested)};
-  // bench/MACHINE.md: two BLAS threads gain 1.5x over one at 2048 x 256 x 256 and nothing at
-  // 512 x 64 x 64. Replicas paid off while a whole batch's projection had fewer than 2^28
-  // multiply-adds (2 threads: bench tiny 1.7x, small 1.1x, base none; the default translator,
-  // 2,500-token batches at d_model 256, 1.2x).
+  // Replicas pay off while a whole batch's projection has fewer than 2^28 multiply-adds: below
+  // that, a product split over two BLAS threads gains little over one thread, and splitting the
+  // batch gains more. Measured: docs/results/speed.md#replicas-against-blas-threads-0ae7e3c-2026-11-22
   constexpr int64_t kReplicaLimit = int64_t(1) << 28;
   if (threads <= 1 || rows < threads || rows * dim * dim >= kReplicaLimit) return {1, threads};
   // One replica per thread (the 2-thread default translator: 1,250 rows each), unless the

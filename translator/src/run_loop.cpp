@@ -249,8 +249,8 @@ TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
   if (ended && (c_.validate_every == 0 || p_.step % c_.validate_every != 0)) validate();
   // The moving average lags the weights by ~1 / (1 - decay) updates; where the rate has decayed
   // to (near) zero at the end of a budget, the trained weights are themselves an average of the
-  // last updates and often the better one (README, "Recipes"): both are validated at the end and
-  // best.safetensors keeps the better.
+  // last updates and often the better one (docs/results/recipes.md): both are validated at the end
+  // and best.safetensors keeps the better.
   if (ended && trainer_->ema().defined()) validate(/*trained=*/true);
   if (ended && final_choice()) choose_final();
   save();

@@ -118,9 +118,9 @@ class TrainingRun {
   // Collective, at the end of a run that validated the EMA and the trained weights: the weights
   // kept in best.safetensors (chosen on the first --valid-bleu-sentences, translated as
   // --valid-beam says) and the trained weights each translate every validation pair with
-  // rosetta eval's beam; best.safetensors keeps the better. The greedy sample alone is noisy:
-  // a 13-minute run on the messages corpus kept the EMA (62.23 BLEU on all pairs, beam 4) over
-  // the trained weights (62.35).
+  // rosetta eval's beam; best.safetensors keeps the better. The periodic validations' sample
+  // (greedy, the first sentences) is too noisy to choose between two weights this close; where
+  // it chose wrongly: docs/results/recipes.md#half-batches-in-a-time-budget-and-the-trained-weights-at-the-end-2026-11-30-zen-4-ce201f8
   void choose_final();
   // The root writes the model's weights to best.safetensors, with `v`'s scores and whose they
   // are ("ema" or "trained") in its metadata, besides `extra`.

@@ -14,11 +14,10 @@ namespace rosetta::translator {
 // The defaults: a pre-norm Transformer (d_model 256, 4 heads, FF 1024, 2+2 layers, dropout 0.1,
 // shared and tied embeddings over a joint 5,000-piece vocabulary) trained with Adam at 2e-3,
 // inverse-square-root schedule, label smoothing 0.1, with an EMA of the weights. Chosen on the
-// validation set at the updates 13 minutes give on 2 cores (the README's tables): 2+2 layers beat
-// 3+3 (more updates in the budget), 2e-3 beat 1e-3 and 3e-3. The regularization suits a budget
-// of ~10 passes over the corpus: on the 56k-pair messages corpus (9 epochs in 13 minutes) dropout
-// 0.1 and smoothing 0.1 beat 0.3 and 0.2 by 9.6 valid BLEU, while on Ding (18k pairs, 29 epochs)
-// 0.3 and 0.2 win by 1.1, so scripts/run-default.sh passes those for Ding.
+// validation set at the updates 13 minutes give on 2 cores (docs/results/recipes.md): 2+2 layers
+// beat 3+3 (more updates in the budget), 2e-3 beat 1e-3 and 3e-3. The regularization that pays
+// depends on how often a run sees its corpus: these defaults are the recipe's for 12-16 passes, and `--recipe
+// auto` (which scripts/run-default.sh passes) sets it by the passes the budget gives (recipe.h).
 struct TrainConfig {
   // data
   std::string task = "translate";  // translate | copy
@@ -55,7 +54,7 @@ struct TrainConfig {
                                      .ff(1024)
                                      .encoder_layers(2)
                                      .decoder_layers(2)
-                                     .dropout(0.1)  // Ding's run: 0.3 (see above)
+                                     .dropout(0.1)  // --recipe sets it by the passes (see above)
                                      .share_embeddings(true)  // needs joint_vocab
                                      .tie_output(true)
                                      .max_len(256);

@@ -103,8 +103,8 @@ std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& 
                                                          const BatchCheck& check_batch = {});
 
 // The beam `rosetta translate` and `eval` decode with unless told otherwise (chosen on the
-// validation set; README, "The default translator"), and with which a run's last choice of its
-// best weights translates the validation set (run.h).
+// validation set: docs/results/recipes.md#the-levers-one-by-one-2026-11-23-to-2026-11-29-the-machine-in-each-row),
+// and with which a run's last choice of its best weights translates the validation set (run.h).
 inline constexpr int kDefaultBeam = 4;
 
 // The scores of a translation model on a validation set.
