@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Lint (a CI step of scripts/ci-extra.sh; also runnable alone): clang-tidy-14 with the checks of
-# .clang-tidy (dangling references and pointers, use after move) over every source the build
-# compiles, from the compile commands of a clang configuration in LINT_BUILD_DIR (default
-# build-lint; configured, never built). Any finding fails.
+# Lint (a CI step of scripts/ci-extra.sh; also runnable alone). First the link check
+# (scripts/check-links.sh: every relative link and repository path in the Markdown files exists;
+# it needs nothing but bash). Then clang-tidy-14 with the checks of .clang-tidy (dangling
+# references and pointers, use after move) over every source the build compiles, from the compile
+# commands of a clang configuration in LINT_BUILD_DIR (default build-lint; configured, never
+# built). Any finding fails.
 #
 # Then the lint is checked against tests/lint/dangling.cpp: clang must warn on exactly the lines
 # marked `// dangles` there (references kept into temporaries), and nowhere else (the patterns
@@ -13,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${LINT_BUILD_DIR:-build-lint}
 jobs=${JOBS:-$(nproc)}
+bash scripts/check-links.sh
 for tool in clang++-14 clang-tidy-14 run-clang-tidy-14; do
   command -v $tool >/dev/null || { echo "lint: $tool missing (scripts/install-deps.sh --test)" >&2; exit 1; }
 done
