@@ -93,7 +93,7 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const s
 // --recipe (translator/recipe.h): sets the options given neither on the command line nor in
 // --config; returns the line for the log (empty for --recipe none).
 std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
-  if (config.recipe == "none") return "";
+  if (config.recipe == RecipeChoice::none) return "";
   std::set<std::string> given;  // on the command line or in --config
   for (const CLI::Option* opt : cmd.get_options())
     if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
@@ -106,7 +106,7 @@ std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
     list += (list.empty() ? "" : ", ") + key + " " + (given ? opt->as<std::string>() : value);
     if (!given) toml += key + "=" + value + "\n";
   }
-  apply_config_toml(cmd, toml, "--recipe " + config.recipe);
+  apply_config_toml(cmd, toml, std::string("--recipe ") + recipe_choice_name(config.recipe));
   return r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept);
 }
 
@@ -147,7 +147,7 @@ void register_train(CLI::App& app, int argc, char** argv) {
     // The effective configuration, with the run directory filled in.
     std::string toml = cmd->config_to_str(true, false);
     const TrainOutcome r = train_logged(c, toml, recipe_line);
-    if (r.stop_reason == "interrupted" && r.root)
+    if (r.stop_reason == StopReason::interrupted && r.root)
       spdlog::info("interrupted at step {}; resume with: rosetta train --resume {}", r.steps, c.out);
   });
 }

@@ -27,12 +27,28 @@ void check_integer(CLI::Option* opt) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) opt->check(whole_number<T>());
 }
 
+// An enum option takes its words (`choices`, or all of the enum's), and shows them and its
+// default as a text option does: "--schedule TEXT:{constant,...}=inverse-sqrt".
+template <class E>
+CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, E& value, const std::string& description,
+                             std::vector<std::string> choices = {}) {
+  if (choices.empty()) choices = enum_words<E>();
+  return cmd
+      .add_option_function<std::string>(
+          flag, [&value](const std::string& word) { value = parse_enum<E>(word); }, description)
+      ->check(CLI::IsMember(choices))
+      ->default_str(enum_name(value));
+}
+
 template <class T>
 CLI::Option* add_model_flag(CLI::App& cmd, T& value, const nn::OptionField& f) {
-  CLI::Option* opt = cmd.add_option(model_option_flag(f.key), value, f.description);
-  if (!f.choices.empty()) opt->check(CLI::IsMember(f.choices));
-  check_integer<T>(opt);
-  return opt;
+  if constexpr (std::is_enum_v<T>) {
+    return add_enum_option(cmd, model_option_flag(f.key), value, f.description);
+  } else {
+    CLI::Option* opt = cmd.add_option(model_option_flag(f.key), value, f.description);
+    check_integer<T>(opt);
+    return opt;
+  }
 }
 
 CLI::Option* add_model_flag(CLI::App& cmd, bool& value, const nn::OptionField& f) {
@@ -61,11 +77,12 @@ void add_train_options(CLI::App& cmd, TrainConfig& c) {
     } else {
       const std::string flag = model_option_flag(f.key);  // --max-tokens for max_tokens
       CLI::Option* opt = nullptr;
-      if constexpr (std::is_same_v<T, bool>)
+      if constexpr (std::is_enum_v<T>)
+        opt = add_enum_option(cmd, flag, value, f.description, f.choices);
+      else if constexpr (std::is_same_v<T, bool>)
         opt = f.saved ? cmd.add_option(flag, value, f.description) : cmd.add_flag(flag, value, f.description);
       else
         opt = cmd.add_option(flag, value, f.description);
-      if (!f.choices.empty()) opt->check(CLI::IsMember(f.choices));
       check_integer<T>(opt);
       opt->group(f.group)->configurable(f.saved);
     }

@@ -252,17 +252,6 @@ double measure_bf16_gemm_gflops(int n) {
   });
 }
 
-const char* precision_name(Precision p) {
-  return p == Precision::bf16 ? "bf16" : p == Precision::int8 ? "int8" : "fp32";
-}
-
-Precision parse_precision(const std::string& s) {
-  if (s == "fp32") return Precision::fp32;
-  if (s == "bf16") return Precision::bf16;
-  if (s == "int8") return Precision::int8;
-  ROSETTA_FAIL("unknown precision '", s, "' (fp32, bf16 or int8)");
-}
-
 bool int8_supported() { return detail::gemm_int8_available(); }
 
 bool bf16_supported() { return detail::gemm_bf16_available(); }
@@ -295,25 +284,24 @@ Precision auto_precision(bool supported, double speedup) {
   return supported && speedup >= kAutoBf16Speedup ? Precision::bf16 : Precision::fp32;
 }
 
-Precision resolve_precision(const std::string& choice, std::string* note) {
+Precision resolve_precision(PrecisionChoice choice, std::string* note) {
   if (note) note->clear();
-  if (choice == "fp32") return Precision::fp32;
-  if (choice == "int8") {
+  if (choice == PrecisionChoice::fp32) return Precision::fp32;
+  if (choice == PrecisionChoice::int8) {
     if (int8_supported()) return Precision::int8;
     if (note)
       *note = "this CPU (" + cpu_isa_name() +
               ") has no int8 dot products (AVX512_VNNI): matrix products run in fp32 instead of the int8 asked for";
     return Precision::fp32;
   }
-  ROSETTA_CHECK(choice == "bf16" || choice == "auto", "unknown precision '", choice, "' (fp32, bf16, int8 or auto)");
   if (!bf16_supported()) {
     if (note)
       *note = "this CPU (" + cpu_isa_name() + ") has no bf16 dot products (AVX512_BF16): matrix products run in fp32" +
-              (choice == "bf16" ? " instead of the bf16 asked for" : "");
+              (choice == PrecisionChoice::bf16 ? " instead of the bf16 asked for" : "");
     return Precision::fp32;
   }
   const double speedup = bf16_dot_speedup();
-  const Precision p = choice == "bf16" ? Precision::bf16 : auto_precision(true, speedup);
+  const Precision p = choice == PrecisionChoice::bf16 ? Precision::bf16 : auto_precision(true, speedup);
   if (note && speedup < kAutoBf16Speedup) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.2fx", speedup);

@@ -38,8 +38,6 @@ class VectorIterator : public spm::SentenceIterator {
   size_t i_ = 0;
 };
 
-const char* model_name(TokenizerModel m) { return m == TokenizerModel::bpe ? "bpe" : "unigram"; }
-
 // SentencePiece's trainer and its random seed are process-global.
 std::mutex& train_mutex() {
   static std::mutex m;
@@ -92,7 +90,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& sentences,
   // logs its command line first.
   const std::unordered_map<std::string, std::string> args = {
       {"minloglevel", "2"},
-      {"model_type", model_name(o.model_)},
+      {"model_type", tokenizer_model_name(o.model_)},
       {"vocab_size", std::to_string(o.vocab_size_)},
       {"hard_vocab_limit", o.hard_vocab_limit_ ? "true" : "false"},
       {"character_coverage", std::to_string(o.character_coverage_)},
@@ -110,7 +108,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& sentences,
     std::lock_guard<std::mutex> lock(train_mutex());
     spm::SetRandomGeneratorSeed(o.seed_);
     const auto st = spm::SentencePieceTrainer::Train(args, &it, &proto);
-    ROSETTA_CHECK(st.ok(), "Tokenizer::train (", model_name(o.model_), ", vocab_size ",
+    ROSETTA_CHECK(st.ok(), "Tokenizer::train (", tokenizer_model_name(o.model_), ", vocab_size ",
                   o.vocab_size_, "): ", st.message());
   }
   return Tokenizer(load_proto(proto, "Tokenizer::train"));

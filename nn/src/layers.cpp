@@ -56,14 +56,6 @@ LayerNorm::LayerNorm(int64_t dim, double eps) : eps_(eps) {
   bias = register_parameter("bias", Tensor::zeros({dim}));
 }
 
-Activation parse_activation(const std::string& name) {
-  if (name == "relu") return Activation::relu;
-  if (name == "gelu") return Activation::gelu;
-  ROSETTA_FAIL("unknown activation '", name, "' (relu or gelu)");
-}
-
-const char* activation_name(Activation a) { return a == Activation::relu ? "relu" : "gelu"; }
-
 FeedForward::FeedForward(int64_t dim, int64_t ff_dim, Activation act, double p,
                          std::shared_ptr<Generator> dropout_gen, Generator& init_gen)
     : act_(act) {

@@ -13,27 +13,13 @@ namespace rosetta::nn {
 
 // ------------------------------------------------------------------ options
 
-namespace {
-template <class T>
-constexpr bool is_text = std::is_same_v<T, std::string>;
-
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-}  // namespace
-
 void TransformerOptions::validate(const std::function<std::string(const std::string&)>& name) const {
   // How a message names the option it is about, and an option it refers to.
   auto subject = [&](const std::string& key) { return name ? name(key) : "model option " + key; };
   auto ref = [&](const std::string& key) { return name ? name(key) : key; };
   for_each_field(*this, [&](const auto& v, const OptionField& f) {
     using T = std::decay_t<decltype(v)>;
-    if constexpr (is_text<T>) {
-      ROSETTA_CHECK(f.choices.empty() || std::find(f.choices.begin(), f.choices.end(), v) != f.choices.end(),
-                    subject(f.key), " '", v, "' is not one of ", join(f.choices));
-    } else if constexpr (!std::is_same_v<T, bool>) {
+    if constexpr (!std::is_same_v<T, bool> && !std::is_enum_v<T>) {
       // NaN fails each check, as it compares false.
       switch (f.check) {
         case OptionField::none: break;
@@ -63,8 +49,8 @@ std::map<std::string, std::string> TransformerOptions::to_metadata() const {
   for_each_field(*this, [&](const auto& v, const OptionField& f) {
     using T = std::decay_t<decltype(v)>;
     std::string& out = meta[std::string("model.") + f.key];
-    if constexpr (is_text<T>) {
-      out = v;
+    if constexpr (std::is_enum_v<T>) {
+      out = enum_name(v);
     } else if constexpr (std::is_same_v<T, bool>) {
       out = v ? "true" : "false";
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -87,11 +73,15 @@ TransformerOptions TransformerOptions::from_metadata(const std::map<std::string,
     const std::string key = std::string("model.") + f.key;
     // Absent in checkpoints from before these options: left unset, i.e. the same as dropout.
     if (f.check == OptionField::probability_or_dropout && !m.count(key)) return;
-    if constexpr (is_text<T> || std::is_same_v<T, bool>) {
+    if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) {
       const auto it = m.find(key);
       ROSETTA_CHECK(it != m.end(), file, " has no ", key, " in its metadata");
-      if constexpr (is_text<T>) {
-        v = it->second;
+      if constexpr (std::is_enum_v<T>) {
+        try {
+          v = parse_enum<T>(it->second);
+        } catch (const Error& e) {
+          ROSETTA_FAIL(file, ": ", key, ": ", e.what());
+        }
       } else {
         ROSETTA_CHECK(it->second == "true" || it->second == "false", file, ": ", key, " = '", it->second,
                       "' is not true or false");
@@ -127,7 +117,7 @@ std::shared_ptr<MultiHeadAttention> make_attention(const TransformerOptions& o,
 
 std::shared_ptr<FeedForward> make_feed_forward(const TransformerOptions& o,
                                                std::shared_ptr<Generator> dg, Generator& ig) {
-  return std::make_shared<FeedForward>(o.d_model(), o.ff(), parse_activation(o.activation()),
+  return std::make_shared<FeedForward>(o.d_model(), o.ff(), o.activation(),
                                        o.activation_dropout_p(), std::move(dg), ig);
 }
 }  // namespace

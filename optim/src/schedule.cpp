@@ -158,25 +158,26 @@ std::string BudgetSchedule::describe() const {
   return os.str();
 }
 
-BudgetSchedule::Shape budget_shape(const std::string& name) {
-  if (name == "linear") return BudgetSchedule::Shape::linear;
-  if (name == "cosine") return BudgetSchedule::Shape::cosine;
-  ROSETTA_FAIL("'", name, "' is not a budget schedule (linear, cosine)");
+BudgetSchedule::Shape budget_shape(ScheduleKind kind) {
+  if (kind == ScheduleKind::linear) return BudgetSchedule::Shape::linear;
+  if (kind == ScheduleKind::cosine) return BudgetSchedule::Shape::cosine;
+  ROSETTA_FAIL("'", schedule_kind_name(kind), "' is not a budget schedule (linear, cosine)");
 }
 
-std::unique_ptr<Schedule> make_schedule(const std::string& name, double lr, int64_t warmup,
-                                        int64_t total_steps, int64_t d_model) {
-  if (name == "constant") return std::make_unique<ConstantSchedule>(lr);
-  if (name == "noam") return std::make_unique<NoamSchedule>(lr, d_model, std::max<int64_t>(warmup, 1));
-  if (name == "inverse-sqrt") return std::make_unique<InverseSqrtSchedule>(lr, warmup);
-  if (name == "cosine") return std::make_unique<CosineSchedule>(lr, warmup, total_steps);
-  if (name == "linear") {
-    ROSETTA_CHECK(warmup >= 0 && total_steps > warmup, "linear schedule: needs 0 <= warmup (", warmup,
-                  ") < total steps (", total_steps, ")");
-    return std::make_unique<BudgetSchedule>(BudgetSchedule::Shape::linear, lr, 0.0,
-                                            BudgetSchedule::State{warmup, total_steps, 0, 0.0});
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, double lr, int64_t warmup, int64_t total_steps,
+                                        int64_t d_model) {
+  switch (kind) {
+    case ScheduleKind::constant: return std::make_unique<ConstantSchedule>(lr);
+    case ScheduleKind::noam: return std::make_unique<NoamSchedule>(lr, d_model, std::max<int64_t>(warmup, 1));
+    case ScheduleKind::inverse_sqrt: return std::make_unique<InverseSqrtSchedule>(lr, warmup);
+    case ScheduleKind::cosine: return std::make_unique<CosineSchedule>(lr, warmup, total_steps);
+    case ScheduleKind::linear:
+      ROSETTA_CHECK(warmup >= 0 && total_steps > warmup, "linear schedule: needs 0 <= warmup (", warmup,
+                    ") < total steps (", total_steps, ")");
+      return std::make_unique<BudgetSchedule>(BudgetSchedule::Shape::linear, lr, 0.0,
+                                              BudgetSchedule::State{warmup, total_steps, 0, 0.0});
   }
-  ROSETTA_FAIL("unknown schedule '", name, "' (constant, noam, inverse-sqrt, cosine, linear)");
+  ROSETTA_FAIL("no schedule has the value ", int(kind));
 }
 
 }  // namespace rosetta::optim

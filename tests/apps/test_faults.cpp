@@ -432,7 +432,7 @@ TEST_CASE("the activation estimate bounds the measured peak of a batch", "[resou
                          Shape{96, 128, 4, 1, 1000, 64, 512, "relu"}}) {
     const auto o = nn::TransformerOptions().src_vocab(s.vocab).tgt_vocab(s.vocab).d_model(s.d).heads(s.heads).ff(s.ff)
                        .encoder_layers(s.layers).decoder_layers(s.layers).share_embeddings(true).tie_output(true)
-                       .activation(s.activation).max_len(s.len).dropout(0.1);
+                       .activation(nn::parse_activation(s.activation)).max_len(s.len).dropout(0.1);
     Generator g(3);
     nn::Transformer model(o, g);
     model.train();

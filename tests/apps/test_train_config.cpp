@@ -66,3 +66,40 @@ TEST_CASE("train config: model errors name the flags", "[config]") {
   REQUIRE_THROWS_AS(model_metadata("--task copy --norm middle"), CLI::ValidationError);
   REQUIRE_THROWS_AS(model_metadata("--task copy --activation swish"), CLI::ValidationError);
 }
+
+TEST_CASE("train config: enum options read and write their words, as text options did", "[config]") {
+  TrainConfig c;
+  CLI::App cmd("test");
+  cmd.option_defaults()->always_capture_default();
+  rosetta::cli::add_train_options(cmd, c);
+  // The help shows the words and the default's word.
+  const std::string help = cmd.help();
+  REQUIRE_THAT(help, Catch::Contains("--schedule TEXT:{constant,noam,inverse-sqrt,linear,cosine}=inverse-sqrt"));
+  REQUIRE_THAT(help, Catch::Contains("--precision TEXT:{fp32,bf16,auto}=auto"));
+  REQUIRE_THAT(help, Catch::Contains("--activation TEXT:{relu,gelu}=relu"));
+  cmd.parse("--task copy --schedule cosine --best-metric chrf --on-nonfinite stop --activation gelu --max-steps 9");
+  REQUIRE(c.task == rosetta::translator::Task::copy);
+  REQUIRE(c.schedule == rosetta::optim::ScheduleKind::cosine);
+  REQUIRE(c.best_metric == rosetta::translator::BestMetric::chrf);
+  REQUIRE(c.on_nonfinite == rosetta::translator::OnNonfinite::stop);
+  REQUIRE(c.model.activation() == rosetta::nn::Activation::gelu);
+  // config.toml: given words and defaults alike, quoted as strings.
+  const std::string toml = cmd.config_to_str(true, false);
+  REQUIRE_THAT(toml, Catch::Contains("\nschedule=\"cosine\"\n") && Catch::Contains("\noptimizer=\"adam\"\n") &&
+                         Catch::Contains("\nactivation=\"gelu\"\n") && Catch::Contains("\nprecision=\"auto\"\n"));
+  // A file's words go through the same check.
+  TrainConfig d;
+  CLI::App again("test");
+  rosetta::cli::add_train_options(again, d);
+  again.parse(std::vector<std::string>{});
+  rosetta::cli::apply_config_toml(again, "optimizer = \"sgd\"\ntokenizer = \"bpe\"\n", "c.toml");
+  REQUIRE(d.optimizer == rosetta::translator::OptimizerKind::sgd);
+  REQUIRE(d.tokenizer == rosetta::data::TokenizerModel::bpe);
+  REQUIRE_THROWS_WITH(rosetta::cli::apply_config_toml(again, "best-metric = \"blue\"\n", "c.toml"),
+                      Catch::Equals("c.toml: best-metric: --best-metric: blue not in {loss,bleu,chrf}"));
+  // int8 is a word of PrecisionChoice, but not a choice of training.
+  CLI::App third("test");
+  TrainConfig e;
+  rosetta::cli::add_train_options(third, e);
+  REQUIRE_THROWS_AS(third.parse("--precision int8"), CLI::ValidationError);
+}

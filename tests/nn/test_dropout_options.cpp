@@ -57,8 +57,8 @@ TEST_CASE("unset attention and activation dropout are the residual dropout, draw
           "[nn][dropout]") {
   REQUIRE(TransformerOptions().attention_dropout_p() == 0.1);
   REQUIRE(TransformerOptions().activation_dropout_p() == 0.1);
-  for (const char* act : {"relu", "gelu"}) {  // relu takes the fused relu_dropout path
-    CAPTURE(act);
+  for (const Activation act : {Activation::relu, Activation::gelu}) {  // relu takes the fused relu_dropout path
+    CAPTURE(activation_name(act));
     const TransformerOptions unset = tiny().dropout(0.3).activation(act);
     REQUIRE(unset.attention_dropout() < 0);
     REQUIRE(unset.activation_dropout() < 0);
@@ -72,8 +72,8 @@ TEST_CASE("unset attention and activation dropout are the residual dropout, draw
 }
 
 TEST_CASE("attention and activation dropout reach only their own layers", "[nn][dropout]") {
-  for (const char* act : {"relu", "gelu"}) {
-    CAPTURE(act);
+  for (const Activation act : {Activation::relu, Activation::gelu}) {
+    CAPTURE(activation_name(act));
     const TransformerOptions none =
         tiny().activation(act).dropout(0).attention_dropout(0).activation_dropout(0);
     const Tensor eval = run(none, false).logits;

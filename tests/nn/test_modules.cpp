@@ -94,7 +94,6 @@ TEST_CASE("options are validated with clear errors", "[nn]") {
                       Catch::Contains("d_model 30 is not divisible by heads 4"));
   REQUIRE_THROWS_WITH(Transformer(tiny().ff(0), g), Catch::Contains("ff must be positive"));
   REQUIRE_THROWS_WITH(Transformer(tiny().dropout(1.0), g), Catch::Contains("dropout"));
-  REQUIRE_THROWS_WITH(Transformer(tiny().activation("swish"), g), Catch::Contains("swish"));
   REQUIRE_THROWS_WITH(Transformer(tiny().share_embeddings(true), g),
                       Catch::Contains("equal vocabularies"));
   const auto meta = tiny().to_metadata();
@@ -105,6 +104,11 @@ TEST_CASE("options are validated with clear errors", "[nn]") {
   REQUIRE_THROWS_WITH(TransformerOptions::from_metadata(bad), Catch::Contains("model.heads"));
   bad.erase("model.heads");
   REQUIRE_THROWS_WITH(TransformerOptions::from_metadata(bad), Catch::Contains("no model.heads"));
+  // The activation is an enum: a word it does not know is named, with the choices.
+  bad = meta;
+  bad["model.activation"] = "swish";
+  REQUIRE_THROWS_WITH(TransformerOptions::from_metadata(bad),
+                      Catch::Equals("checkpoint: model.activation: unknown activation 'swish' (relu or gelu)"));
 }
 
 TEST_CASE("checkpoints round-trip and report every mismatch by name", "[nn]") {

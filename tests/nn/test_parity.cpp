@@ -49,7 +49,7 @@ TransformerOptions options_from_golden(const SafeTensors& st) {
       .ff(meta_int(st, "ff"))
       .encoder_layers(meta_int(st, "encoder_layers"))
       .decoder_layers(std::max<int64_t>(meta_int(st, "decoder_layers"), 1))
-      .activation(st.metadata.at("activation"))
+      .activation(parse_activation(st.metadata.at("activation")))
       .norm_first(st.metadata.at("norm_first") == "true")
       .share_embeddings(tie)
       .tie_output(tie)

@@ -32,7 +32,7 @@ TEST_CASE("a budget schedule known in advance warms up, then decays to its floor
   REQUIRE_THROWS_WITH(make_schedule("linear", 2e-3, 20, 20, 16), Catch::Contains("warmup (20)"));
   REQUIRE_THROWS_AS(BudgetSchedule(Kind::linear, 1e-3, 2e-3, State{}), Error);      // floor above the peak
   REQUIRE_THROWS_AS(BudgetSchedule(Kind::linear, 1e-3, 0, State{0, 10, 3, 1.5}), Error);  // progress > 1
-  REQUIRE_THROWS_WITH(budget_shape("noam"), Catch::Contains("linear, cosine"));
+  REQUIRE_THROWS_WITH(budget_shape(ScheduleKind::noam), Catch::Contains("linear, cosine"));
 }
 
 TEST_CASE("an unchanged budget leaves the rates of the plain formula bit for bit", "[optim]") {

@@ -34,7 +34,7 @@ struct Corpus {
 translator::TrainConfig config(const Corpus& corpus, const std::string& recipe) {
   translator::TrainConfig c;
   c.train = corpus.path.string();
-  c.recipe = recipe;
+  c.recipe = translator::parse_recipe_choice(recipe);
   return c;
 }
 
@@ -176,11 +176,11 @@ TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "
   CHECK(large.name == "large");
   CHECK(settings(large)["dropout"] == "0.4");  // 5,000 x 4,000 tokens: 800 passes
   // A fixed recipe is taken whatever the budget.
-  c.recipe = "small";
+  c.recipe = translator::RecipeChoice::small;
   CHECK(translator::choose_recipe(c).name == "small");
   // No budget at all (a run to be stopped by hand or early stopping): unlimited updates, the
   // large model with its strong regularization.
-  c.recipe = "auto";
+  c.recipe = translator::RecipeChoice::automatic;
   c.max_steps = 0;
   const translator::Recipe open = translator::choose_recipe(c);
   CHECK(open.name == "large");
@@ -246,7 +246,7 @@ TEST_CASE("choose_recipe refuses none and names a corpus it cannot read", "[trai
   const Corpus corpus(10);
   translator::TrainConfig c = config(corpus, "none");
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("--recipe none"));
-  c.recipe = "auto";
+  c.recipe = translator::RecipeChoice::automatic;
   c.train = "/nonexistent/train.tsv";
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("/nonexistent/train.tsv"));
 }

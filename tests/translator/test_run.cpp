@@ -29,7 +29,7 @@ std::string fresh_dir(const std::string& name) {
 // The copy task on a tiny model: no files needed.
 translator::TrainConfig tiny_copy_run(const std::string& out, int64_t steps) {
   translator::TrainConfig c;
-  c.task = "copy";
+  c.task = translator::Task::copy;
   c.out = out;
   c.model.d_model(16).heads(2).ff(32).encoder_layers(1).decoder_layers(1).max_len(16);
   c.copy_train_size = 400;
@@ -73,7 +73,7 @@ TEST_CASE("train_translator runs in a directory and speaks only through its hook
   Heard heard;
   const translator::TrainOutcome r = translator::train_translator(tiny_copy_run(dir, 8), "task = \"copy\"\n", heard.hooks());
   REQUIRE(r.steps == 8);
-  REQUIRE(r.stop_reason == "max-steps");
+  REQUIRE(r.stop_reason == translator::StopReason::max_steps);
   REQUIRE(r.root);
   REQUIRE(heard.run_dir_ready == 1);
   REQUIRE(heard.validated == std::vector<int64_t>{4, 8});
@@ -138,7 +138,7 @@ double field(const std::string& line, const std::string& key) {
 TEST_CASE("train_translator with --ema validates the trained weights at the end and keeps the better", "[train][run]") {
   const std::string dir = fresh_dir("trained");
   translator::TrainConfig c = tiny_copy_run(dir, 8);
-  c.best_metric = "loss";  // BLEU of a model this small is 0 either way; the loss always differs
+  c.best_metric = translator::BestMetric::loss;  // BLEU of a model this small is 0 either way; the loss always differs
   REQUIRE(c.ema > 0);
   Heard heard;
   translator::train_translator(c, "", heard.hooks());
@@ -196,9 +196,9 @@ TEST_CASE("train_translator with --ema, best by BLEU or chrF, chooses its best w
   c.ema = 0.9;                  // an average that differs from the trained weights in 40 updates
   c.lr = 1e-2;                  // which learn something: translations that differ
   c.warmup = "5";
-  c.best_metric = "chrf";       // BLEU of a model this small is 0 either way; chrF is not
+  c.best_metric = translator::BestMetric::chrf;       // BLEU of a model this small is 0 either way; chrF is not
   c.valid_bleu_sentences = 5;   // the periodic validations translate 5 of the 20 (greedy)
-  c.precision = "fp32";         // as the independent scoring below (no precision scope there)
+  c.precision = PrecisionChoice::fp32;         // as the independent scoring below (no precision scope there)
   Heard heard;
   translator::train_translator(c, "", heard.hooks());
   REQUIRE(heard.said("best weights chosen on all 20 validation pairs (beam 4, as rosetta eval): "));

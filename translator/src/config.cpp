@@ -31,14 +31,14 @@ void check_schedule_budget(const TrainConfig& c) {
   const TrainConfig::Warmup w = c.warmup_spec();
   ROSETTA_CHECK(c.decay_to >= 0 && c.decay_to <= 1, "--decay-to ", c.decay_to, " outside [0, 1]");
   if (c.budget_schedule()) {
-    ROSETTA_CHECK(c.max_steps > 0 || c.max_time_seconds() > 0, "--schedule ", c.schedule,
+    ROSETTA_CHECK(c.max_steps > 0 || c.max_time_seconds() > 0, "--schedule ", optim::schedule_kind_name(c.schedule),
                   " decays to --decay-to at the end of the budget: give --max-steps or --max-time");
     ROSETTA_CHECK(w.is_share || c.max_steps == 0 || w.updates < c.max_steps, "--max-steps ", c.max_steps,
-                  " is no longer than the warm-up (--warmup ", w.updates, "): the ", c.schedule,
+                  " is no longer than the warm-up (--warmup ", w.updates, "): the ", optim::schedule_kind_name(c.schedule),
                   " schedule would never decay; give a shorter --warmup (or a share, e.g. 5%) or a larger --max-steps");
   } else {
     ROSETTA_CHECK(!w.is_share || c.max_steps > 0, "--warmup ", c.warmup,
-                  " is a share of the budget's updates: with --schedule ", c.schedule,
+                  " is a share of the budget's updates: with --schedule ", optim::schedule_kind_name(c.schedule),
                   " give --max-steps (linear and cosine also estimate the updates of --max-time)");
   }
 }
@@ -55,13 +55,13 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(extra_max >= 0, "--extra-max must not be negative, got ", extra_max);
   ROSETTA_CHECK(sp_nbest >= 0 && sp_nbest <= 64, "--sp-nbest ", sp_nbest, " outside [0, 64]");
   non_negative("sp-alpha", sp_alpha);
-  ROSETTA_CHECK(sp_nbest < 2 || tokenizer == "unigram", "--sp-nbest ", sp_nbest,
+  ROSETTA_CHECK(sp_nbest < 2 || tokenizer == data::TokenizerModel::unigram, "--sp-nbest ", sp_nbest,
                 " needs --tokenizer unigram: a BPE model has one segmentation per sentence");
   ROSETTA_CHECK(ema >= 0 && ema < 1, "--ema ", ema, " outside [0, 1)");
   ROSETTA_CHECK(keep_checkpoints >= 0, "--keep-checkpoints must not be negative, got ", keep_checkpoints);
   ROSETTA_CHECK(valid_length_penalty >= 0 && valid_length_penalty <= 10, "--valid-length-penalty ", valid_length_penalty,
                 " outside [0, 10] (as translate's --length-penalty)");
-  ROSETTA_CHECK(best_metric == "loss" || valid_bleu_sentences > 0, "--best-metric ", best_metric,
+  ROSETTA_CHECK(best_metric == BestMetric::loss || valid_bleu_sentences > 0, "--best-metric ", best_metric_name(best_metric),
                 " needs validation translations (--valid-bleu-sentences > 0)");
   ROSETTA_CHECK(label_smoothing >= 0 && label_smoothing < 1, "--label-smoothing ", label_smoothing,
                 " outside [0, 1)");
@@ -85,13 +85,12 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(valid_beam >= 1 && valid_beam <= 64, "--valid-beam ", valid_beam, " outside [1, 64] (as translate's --beam)");
   ROSETTA_CHECK(threads >= 0 && threads <= 1024, "--threads ", threads, " outside [0, 1024] (0: the default)");
   ROSETTA_CHECK(replicas >= 0 && replicas <= 1024, "--replicas ", replicas, " outside [0, 1024]");
-  ROSETTA_CHECK(precision != "int8", "--precision int8 is for decoding (translate, eval); training runs fp32, bf16 or auto");
-  ROSETTA_CHECK(precision == "fp32" || precision == "bf16" || precision == "auto", "--precision must be fp32, bf16 ",
-                "or auto, got '", precision, "'");
-  ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == "copy",
+  ROSETTA_CHECK(precision != PrecisionChoice::int8,
+                "--precision int8 is for decoding (translate, eval); training runs fp32, bf16 or auto");
+  ROSETTA_CHECK(!model.share_embeddings() || joint_vocab || task == Task::copy,
                 "--share-embeddings needs --joint-vocab");
   max_time_seconds();
-  if (task == "copy") {
+  if (task == Task::copy) {
     positive("copy-symbols", copy_symbols);
     positive("copy-min-len", copy_min_len);
     ROSETTA_CHECK(copy_max_len >= copy_min_len, "--copy-max-len ", copy_max_len, " < --copy-min-len ",

@@ -57,7 +57,7 @@ double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_to
   const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads());
   const double Le = double(o.encoder_layers()), Ld = double(o.decoder_layers()), V = double(o.tgt_vocab());
   const double L = double(std::min<int64_t>(o.max_len(), max_tokens));
-  const double ff = o.activation() == "gelu" ? 3 : 2;
+  const double ff = o.activation() == nn::Activation::gelu ? 3 : 2;
   const double per_token =
       D * (8 + 8 * Le + 12 * Ld) + F * ff * (Le + Ld) + 2 * H * L * (Le + 2 * Ld) + 16 * (Le + Ld) + 1.1 * V;
   return kFloat * double(max_tokens) * per_token;
@@ -68,10 +68,10 @@ double training_activation_bytes(const nn::TransformerOptions& o, int64_t max_to
 // 536 and 555 MiB; the rest is the allocator's cache of blocks of other sizes, the runtime and
 // the corpus.
 MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
-  const int64_t vocab = c.task == "copy" ? c.copy_symbols + 4 : c.vocab_size;
+  const int64_t vocab = c.task == Task::copy ? c.copy_symbols + 4 : c.vocab_size;
   const nn::TransformerOptions o = c.model_options(vocab, vocab);
   const double weights = kFloat * double(parameter_count(o));
-  const double optimizer_tensors = c.optimizer == "sgd" ? (c.momentum > 0 ? 1 : 0) : 2;
+  const double optimizer_tensors = c.optimizer == OptimizerKind::sgd ? (c.momentum > 0 ? 1 : 0) : 2;
   const double ema = c.ema > 0 ? weights : 0;
   MemoryPlan plan;
   plan.what = ranks > 1 ? "this run (" + std::to_string(ranks) + " ranks on this machine)" : "this run";
@@ -82,7 +82,7 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
                 {"replicas' gradients", double(replicas - 1) * weights},
                 // bf16 (auto may be): each weight packed as bf16 twice (x w^T and dy w), shared by
                 // the replicas (core SharedPackedWeights)
-                {"weights packed for bf16 products", c.precision == "fp32" ? 0.0 : weights},
+                {"weights packed for bf16 products", c.precision == PrecisionChoice::fp32 ? 0.0 : weights},
                 {"largest batch's activations", training_activation_bytes(o, c.max_tokens)},
                 // serialized whole before it is written (core/safetensors), while the freed
                 // activations stay in the allocator's cache
@@ -91,9 +91,9 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
   std::ostringstream d;
   d << "the sizes follow --d-model " << c.model.d_model() << " --ff " << c.model.ff() << " --heads " << c.model.heads() << " --encoder-layers "
     << c.model.encoder_layers() << " --decoder-layers " << c.model.decoder_layers()
-    << (c.task == "copy" ? " --copy-symbols " + std::to_string(c.copy_symbols)
+    << (c.task == Task::copy ? " --copy-symbols " + std::to_string(c.copy_symbols)
                          : " --vocab-size " + std::to_string(c.vocab_size))
-    << " --max-tokens " << c.max_tokens << " --max-len " << c.model.max_len() << " --optimizer " << c.optimizer;
+    << " --max-tokens " << c.max_tokens << " --max-len " << c.model.max_len() << " --optimizer " << optimizer_kind_name(c.optimizer);
   if (c.ema > 0) d << " --ema " << number(c.ema);
   if (replicas > 1) d << " --replicas " << replicas;
   d << ": choose smaller values";

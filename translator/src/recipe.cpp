@@ -30,7 +30,7 @@ struct RecipeBudget {
 
 struct Shape {
   int64_t d, heads, ff, encoder_layers, decoder_layers, max_tokens, warmup;
-  std::string activation;
+  nn::Activation activation;
   double lr;
 };
 
@@ -42,7 +42,7 @@ Shape shape_of(const std::string& name) {
     return {m.d_model(), m.heads(),  m.ff(), m.encoder_layers(), m.decoder_layers(), c.max_tokens,
             c.warmup_spec().updates, m.activation(), c.lr};
   }
-  if (name == "large") return {512, 8, 2048, 3, 3, 4000, 1500, "gelu", 1e-3};
+  if (name == "large") return {512, 8, 2048, 3, 3, 4000, 1500, nn::Activation::gelu, 1e-3};
   ROSETTA_FAIL("--recipe ", name, " is not a recipe (auto, small, large or none)");
 }
 
@@ -88,7 +88,7 @@ BudgetSource budget_source(const TrainConfig& c) {
   // Each process of a job would time its own machine and could choose differently: a job
   // goes by --max-steps.
   const bool job = c.distributed || train::launched_size() > 1;
-  ROSETTA_CHECK(!job || c.max_time_seconds() == 0 || c.max_steps > 0, "--recipe ", c.recipe,
+  ROSETTA_CHECK(!job || c.max_time_seconds() == 0 || c.max_steps > 0, "--recipe ", recipe_choice_name(c.recipe),
                 " with --max-time alone times this machine, and each process of a job could choose differently:"
                 " give --max-steps (or a fixed --recipe small or large)");
   if (c.max_time_seconds() > 0 && !job) s.small_seconds = small_update_seconds(c);
@@ -181,7 +181,7 @@ Recipe recipe_settings(const std::string& name, double passes, bool time_budget)
                 {"ff", concat(s.ff)},
                 {"encoder-layers", concat(s.encoder_layers)},
                 {"decoder-layers", concat(s.decoder_layers)},
-                {"activation", concat('"', s.activation, '"')},
+                {"activation", concat('"', nn::activation_name(s.activation), '"')},
                 {"dropout", concat(dropout)},
                 {"label-smoothing", concat(smoothing)},
                 {"lr", concat(s.lr)},
@@ -197,8 +197,7 @@ Recipe recipe_settings(const std::string& name, double passes, bool time_budget)
 }
 
 Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
-  ROSETTA_CHECK(c.recipe != "none", "--recipe none: the options as given, no recipe to choose");
-  if (c.recipe != "auto") shape_of(c.recipe);  // a known name
+  ROSETTA_CHECK(c.recipe != RecipeChoice::none, "--recipe none: the options as given, no recipe to choose");
   const data::Corpus corpus = c.train.empty() ? data::read_aligned(c.src, c.tgt) : data::read_tsv(c.train);
   double bytes = 0;
   for (const data::SentencePair& p : corpus.pairs) bytes += double(std::max(p.src.size(), p.tgt.size()));
@@ -209,7 +208,9 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   // kLargeUpdates counts the large recipe's batches: a given smaller batch needs more updates.
   const double large_batches =
       large.updates * batch_tokens("large", c, given) / double(shape_of("large").max_tokens);
-  const std::string name = c.recipe != "auto" ? c.recipe : large_batches >= kLargeUpdates ? "large" : "small";
+  const std::string name = c.recipe != RecipeChoice::automatic ? recipe_choice_name(c.recipe)
+                           : large_batches >= kLargeUpdates    ? "large"
+                                                               : "small";
   const RecipeBudget b = budget_for(name, c, given, tokens, source, &how);
   // A given batch is the user's: no warm-up for the recipe's halved one.
   const bool time_budget = b.limit == RecipeBudget::Limit::time && !given.contains("max-tokens");
@@ -230,7 +231,7 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   if (!b.by_updates_or_time() || b.updates < kLinearWarmups * warmup) drop("schedule");
   const std::string large_of =
       given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "";
-  r.reason = concat("recipe ", name, c.recipe == "auto" ? " (auto)" : "", ": ", how, " give ");
+  r.reason = concat("recipe ", name, c.recipe == RecipeChoice::automatic ? " (auto)" : "", ": ", how, " give ");
   if (divided) {
     // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
     const Shape few = few_passes_shape(shape_of(name));

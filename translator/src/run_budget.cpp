@@ -87,7 +87,7 @@ void TrainingRun::rebudget() {
   // the speed is measured over enough updates to trust.
   ROSETTA_CHECK(w.is_share || p_.step >= w.updates || p_.step % c_.log_every != 0 || total > w.updates,
                 "--max-time ", c_.max_time, " allows about ", total, " updates at the ", num("%.1f", measured[1]),
-                " updates/s measured, no more than the warm-up (--warmup ", w.updates, "): the ", c_.schedule,
+                " updates/s measured, no more than the warm-up (--warmup ", w.updates, "): the ", optim::schedule_kind_name(c_.schedule),
                 " schedule would never decay; ", kShorterWarmup);
   budget_->rebudget(p_.step, total, w.is_share ? warmup_updates(w, total) : -1);
 }
@@ -96,7 +96,7 @@ void TrainingRun::refuse_unmeasured_warmup() const {
   const TrainConfig::Warmup w = c_.warmup_spec();
   if (!budget_ || w.is_share || p_.step >= w.updates || p_.step >= c_.log_every) return;
   ROSETTA_FAIL("--max-time ", c_.max_time, " ended at update ", p_.step, ", before the first log line (--log-every ",
-               c_.log_every, ") could measure it and inside the warm-up (--warmup ", w.updates, "): the ", c_.schedule,
+               c_.log_every, ") could measure it and inside the warm-up (--warmup ", w.updates, "): the ", optim::schedule_kind_name(c_.schedule),
                " schedule never decayed; ", kShorterWarmup);
 }
 

@@ -49,7 +49,7 @@ std::vector<data::SentencePair> read_extra(const TrainConfig& c, const data::Cor
 void train_tokenizers(const TrainConfig& c, const data::Corpus& train, RunData& d) {
   const auto opts = data::TokenizerOptions()
                         .vocab_size(c.vocab_size)
-                        .model(c.tokenizer == "bpe" ? data::TokenizerModel::bpe : data::TokenizerModel::unigram)
+                        .model(c.tokenizer)
                         .seed(uint32_t(c.seed))
                         .num_threads(1);
   std::vector<std::string> src_text, tgt_text;

@@ -33,8 +33,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // What every checkpoint and weights file says about the run besides what the train layer records.
 std::map<std::string, std::string> run_metadata(const TrainConfig& c, const nn::Transformer& model, const RunData& d) {
   auto meta = model.options().to_metadata();
-  meta["run.task"] = c.task;
-  if (c.task == "copy") meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
+  meta["run.task"] = task_name(c.task);
+  if (c.task == Task::copy) meta["run.copy_symbols"] = std::to_string(c.copy_symbols);
   if (!d.src_model.empty()) {
     meta[kSrcTokenizerKey] = bytes_checksum(d.src_model);
     meta[kTgtTokenizerKey] = bytes_checksum(d.tgt_model);
@@ -92,7 +92,7 @@ void save_checkpoint(const RunPaths& run, const TrainConfig& c, const RunData& d
   auto meta = run_metadata(c, static_cast<const nn::Transformer&>(trainer.model()), d);
   meta["train.batch_state"] = it.state().to_json();
   meta["train.best_valid"] = to_str(p.best_valid);
-  meta["train.best_metric"] = c.best_metric;
+  meta["train.best_metric"] = best_metric_name(c.best_metric);
   meta["train.bad_validations"] = std::to_string(p.bad_validations);
   meta["train.elapsed_s"] = to_str(elapsed);
   meta["train.unlogged_loss"] = to_str(p.unlogged_loss);
@@ -142,12 +142,16 @@ Progress load_checkpoint(const std::string& path, const RunPaths& run, const Tra
   // Runs of earlier versions kept the best validation loss only.
   const bool by_loss = !st.metadata.count("train.best_metric");
   const std::string metric = by_loss ? "loss" : st.metadata.at("train.best_metric");
-  ROSETTA_CHECK(metric == "loss" || metric == "bleu" || metric == "chrf", path, ": train.best_metric = '", metric,
-                "' is not loss, bleu or chrf");
+  BestMetric best_metric = BestMetric::loss;
+  try {
+    best_metric = parse_best_metric(metric);
+  } catch (const Error& e) {
+    ROSETTA_FAIL(path, ": train.best_metric: ", e.what());
+  }
   p.best_valid = metadata_double(st.metadata, by_loss ? "train.best_valid_loss" : "train.best_valid", path);
   // A run continued with another --best-metric starts its best afresh (best.safetensors is
   // replaced at the next validation).
-  if (metric != c.best_metric) p.best_valid = kNaN;
+  if (best_metric != c.best_metric) p.best_valid = kNaN;
   p.bad_validations = metadata_int(st.metadata, "train.bad_validations", path);
   p.elapsed = metadata_double(st.metadata, "train.elapsed_s", path);
   if (st.metadata.count("train.unlogged_loss")) {  // runs of earlier versions saved at records only

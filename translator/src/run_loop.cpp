@@ -68,16 +68,16 @@ class RestoredWeights {
 
 // ------------------------------------------------------------------ the loop
 
-std::string TrainingRun::loop() {
+StopReason TrainingRun::loop() {
   if (root_) metrics_.emplace(run_.metrics());
   max_time_ = c_.max_time_seconds();
   t0_ = std::chrono::steady_clock::now();
   interval_.start = elapsed();
   early_estimates_ = budget_ && budget_->state().total == 0;
   while (true) {
-    if (std::string rule = stopping_rule(); !rule.empty()) {
-      if (rule == "max-time") refuse_unmeasured_warmup();
-      return rule;
+    if (const std::optional<StopReason> rule = stopping_rule()) {
+      if (*rule == StopReason::max_time) refuse_unmeasured_warmup();
+      return *rule;
     }
     if (!update()) continue;
     if (rebudget_due()) rebudget();
@@ -85,16 +85,16 @@ std::string TrainingRun::loop() {
     bool stop_early = false;
     if (c_.validate_every > 0 && p_.step % c_.validate_every == 0) stop_early = group_.any(validate());
     if (c_.save_every > 0 && p_.step % c_.save_every == 0) save();
-    if (stop_early) return "early-stopping";
-    if (stop_ && group_.any(stop_->load())) return "interrupted";
+    if (stop_early) return StopReason::early_stopping;
+    if (stop_ && group_.any(stop_->load())) return StopReason::interrupted;
   }
 }
 
-std::string TrainingRun::stopping_rule() const {
-  if (c_.max_steps > 0 && p_.step >= c_.max_steps) return "max-steps";
-  if (c_.max_epochs > 0 && int64_t(it_->epoch()) >= c_.max_epochs) return "max-epochs";
-  if (max_time_ > 0 && group_.any(elapsed() >= max_time_)) return "max-time";
-  return "";
+std::optional<StopReason> TrainingRun::stopping_rule() const {
+  if (c_.max_steps > 0 && p_.step >= c_.max_steps) return StopReason::max_steps;
+  if (c_.max_epochs > 0 && int64_t(it_->epoch()) >= c_.max_epochs) return StopReason::max_epochs;
+  if (max_time_ > 0 && group_.any(elapsed() >= max_time_)) return StopReason::max_time;
+  return std::nullopt;
 }
 
 // The global batch of an update is the next ranks x accum batches of the data order, which every
@@ -130,7 +130,7 @@ bool TrainingRun::update() {
       return train::ShardLoss{loss, count_tokens(out)};
     });
   } catch (const train::NonFiniteError& e) {
-    ROSETTA_FAIL(e.what(), c_.on_nonfinite == "stop" ? " (--on-nonfinite stop); " : " (try a lower --lr or --clip); ",
+    ROSETTA_FAIL(e.what(), c_.on_nonfinite == OnNonfinite::stop ? " (--on-nonfinite stop); " : " (try a lower --lr or --clip); ",
                  what_is_kept());
   }
   interval_.comm += r.allreduce_s;
@@ -194,15 +194,15 @@ bool TrainingRun::validate(bool trained) {
     metrics_->write({{"kind", trained ? "valid_trained" : "valid"}, {"step", p_.step}, {"loss", v.loss},
                      {"ppl", std::exp(v.loss)}, {"bleu", v.bleu}, {"chrf", v.chrf}, {"exact", v.exact},
                      {"elapsed_s", elapsed()}});
-  const bool by_loss = c_.best_metric == "loss";
-  const double value = by_loss ? v.loss : c_.best_metric == "bleu" ? v.bleu : v.chrf;
+  const bool by_loss = c_.best_metric == BestMetric::loss;
+  const double value = by_loss ? v.loss : c_.best_metric == BestMetric::bleu ? v.bleu : v.chrf;
   const bool improved = !std::isnan(value) && (std::isnan(p_.best_valid) ||
                                                (by_loss ? value < p_.best_valid : value > p_.best_valid));
   // BLEU and chrF are NaN where no sentences are decoded (--valid-bleu-sentences 0): not shown.
   say_.info(concat("valid step ", p_.step, trained ? " (trained weights, not the EMA)" : "", ": loss ",
                    num("%.4f", v.loss), " ppl ", num("%.2f", std::exp(v.loss)),
                    std::isnan(v.bleu) ? "" : " BLEU " + num("%.2f", v.bleu) + " chrF " + num("%.2f", v.chrf),
-                   improved ? " (best " + c_.best_metric + ")" : ""));
+                   improved ? concat(" (best ", best_metric_name(c_.best_metric), ")") : ""));
   if (improved) {
     p_.best_valid = value;
     if (!trained) p_.bad_validations = 0;
@@ -244,8 +244,8 @@ void TrainingRun::save() {
 
 // ------------------------------------------------------------------ the end
 
-TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
-  const bool ended = stop_reason != "interrupted" && stop_reason != "early-stopping";
+TrainOutcome TrainingRun::finish(StopReason stop_reason) {
+  const bool ended = stop_reason != StopReason::interrupted && stop_reason != StopReason::early_stopping;
   if (ended && (c_.validate_every == 0 || p_.step % c_.validate_every != 0)) validate();
   // The moving average lags the weights by ~1 / (1 - decay) updates; where the rate has decayed
   // to (near) zero at the end of a budget, the trained weights are themselves an average of the
@@ -262,20 +262,20 @@ TrainOutcome TrainingRun::finish(const std::string& stop_reason) {
   if (group_.size() > 1)
     say_.info(concat(group_.size(), " ranks; largest difference of a rank's parameters from rank 0's: ",
                      num("%g", replica_diff_), replica_diff_ == 0 ? " (identical)" : " (resynchronized)"));
-  say_.info(concat("stopped at step ", p_.step, " (", stop_reason, "); ", num("%.0f", elapsed()),
+  say_.info(concat("stopped at step ", p_.step, " (", stop_reason_name(stop_reason), "); ", num("%.0f", elapsed()),
                    "s of training; checkpoint in ", run_.checkpoint()));
   return outcome;
 }
 
 bool TrainingRun::final_choice() const {
-  return trainer_->ema().defined() && c_.best_metric != "loss" && !d_.valid_text.empty();
+  return trainer_->ema().defined() && c_.best_metric != BestMetric::loss && !d_.valid_text.empty();
 }
 
 void TrainingRun::choose_final() {
   // Whether best.safetensors exists (a run resumed after its last validation may have none
   // yet): the root's word, on every rank. Its answer also waits for the root's last save.
   if (!group_.any(root_ && fs::exists(run_.best()))) return;
-  const bool by_bleu = c_.best_metric == "bleu";
+  const bool by_bleu = c_.best_metric == BestMetric::bleu;
   const auto search = nn::SearchOptions().beam(kDefaultBeam);
   const auto score = [&] {
     TranslationScores v = validate_translation(*model_, d_.codec, d_.valid, d_.valid_text, c_.max_tokens,
@@ -321,7 +321,7 @@ void TrainingRun::choose_final() {
                      {"kept_chrf", kept.chrf}, {"trained_bleu", trained.bleu}, {"trained_chrf", trained.chrf},
                      {"chosen", switch_to_trained ? "trained" : "kept"}});
   say_.info(concat("best weights chosen on all ", d_.valid_text.size(), " validation pairs (beam ", kDefaultBeam,
-                   ", as rosetta eval): ", what, " ", c_.best_metric, " ", num("%.2f", a), ", the trained weights of step ",
+                   ", as rosetta eval): ", what, " ", best_metric_name(c_.best_metric), " ", num("%.2f", a), ", the trained weights of step ",
                    p_.step, " ", num("%.2f", b), ": best.safetensors ",
                    switch_to_trained ? "holds the trained weights" : "keeps " + what));
   if (switch_to_trained)

@@ -41,7 +41,7 @@ int threads_for(const TrainConfig& c, const ProcessGroup& group) {
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Var> params) {
-  if (c.optimizer == "sgd") {
+  if (c.optimizer == OptimizerKind::sgd) {
     optim::SGDOptions o;
     o.lr = c.lr;
     o.momentum = c.momentum;
@@ -54,7 +54,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vect
   o.beta2 = c.beta2;
   o.eps = c.eps;
   o.weight_decay = c.weight_decay;
-  o.decoupled = c.optimizer == "adamw";
+  o.decoupled = c.optimizer == OptimizerKind::adamw;
   return std::make_unique<optim::Adam>(std::move(params), o);
 }
 
@@ -136,7 +136,7 @@ void TrainingRun::plan() {
 }
 
 void TrainingRun::read_data() {
-  if (c_.task == "copy") make_copy_task(c_, d_);
+  if (c_.task == Task::copy) make_copy_task(c_, d_);
   else load_text_data(c_, run_, resuming_, group_, d_);
 }
 
@@ -182,7 +182,7 @@ void TrainingRun::build() {
                                                   .replicas(replicas)
                                                   .replica_threads(thread_plan_.inner_threads)
                                                   .clip(c_.clip)
-                                                  .stop_on_nonfinite(c_.on_nonfinite == "stop")
+                                                  .stop_on_nonfinite(c_.on_nonfinite == OnNonfinite::stop)
                                                   .ema(c_.ema),
                                               [options = model_options_] {
                                                 Generator g(0);  // its weights and random state give way to the model's

@@ -81,12 +81,11 @@ class TrainingRun {
   // Logs the model's memory and the largest batch's activations (measured), the schedule and
   // the padding of an epoch.
   void describe();
-  // Updates until a rule stops the run; returns which: "max-steps", "max-epochs", "max-time",
-  // "early-stopping" or "interrupted".
-  std::string loop();
+  // Updates until a rule stops the run; returns which.
+  StopReason loop();
   // The last validation (unless the run was interrupted, stopped early or just validated), with
   // --ema that of the trained weights too, and the checkpoint; the outcome.
-  TrainOutcome finish(const std::string& stop_reason);
+  TrainOutcome finish(StopReason stop_reason);
 
  private:
   // This process's training since the last log line, for its speed (the loss it logs is
@@ -98,8 +97,8 @@ class TrainingRun {
     int64_t steps = 0;
   };
 
-  // The rule that stops the run before the next update, or "".
-  std::string stopping_rule() const;
+  // The rule that stops the run before the next update, if any.
+  std::optional<StopReason> stopping_rule() const;
   // This rank's batches of the next update and their rows; returns the update's tokens (all ranks).
   int64_t next_batches(std::vector<data::Batch>& batches, std::vector<int64_t>& rows);
   // One update; false when it was skipped for non-finite values.

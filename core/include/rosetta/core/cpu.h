@@ -21,6 +21,8 @@
 
 #include <string>
 
+#include "rosetta/core/enum_names.h"
+
 namespace rosetta {
 
 struct CpuFeatures {
@@ -93,9 +95,22 @@ double measure_bf16_gemm_gflops(int n = 2048);
 // int8 is for inference: only products by weights inside a PackedWeightsScope (decoding) run in
 // int8; every other product, and training, stays fp32 under it.
 enum class Precision { fp32, bf16, int8 };
-const char* precision_name(Precision p);
+constexpr EnumNames<Precision, 3> enum_names(Precision) {
+  return {"precision", {{{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::int8, "int8"}}}};
+}
+inline const char* precision_name(Precision p) { return enum_name(p); }
 // Parses "fp32", "bf16" or "int8"; throws naming the value otherwise.
-Precision parse_precision(const std::string& s);
+inline Precision parse_precision(const std::string& s) { return parse_enum<Precision>(s); }
+
+// What a --precision flag asks for: a Precision, or auto (resolve_precision below).
+enum class PrecisionChoice { fp32, bf16, int8, automatic };
+constexpr EnumNames<PrecisionChoice, 4> enum_names(PrecisionChoice) {
+  return {"precision",
+          {{{PrecisionChoice::fp32, "fp32"}, {PrecisionChoice::bf16, "bf16"}, {PrecisionChoice::int8, "int8"},
+            {PrecisionChoice::automatic, "auto"}}}};
+}
+inline const char* precision_choice_name(PrecisionChoice p) { return enum_name(p); }
+inline PrecisionChoice parse_precision_choice(const std::string& s) { return parse_enum<PrecisionChoice>(s); }
 
 // True when the CPU has int8 dot products (AVX512_VNNI with AVX-512 F/BW/VL/DQ) that rosetta's
 // int8 kernels use.
@@ -128,8 +143,12 @@ Precision auto_precision(bool supported, double speedup);
 // is not what the choice names at full speed (fp32 for "bf16" or "auto" on a CPU without
 // AVX512_BF16 or with slow bf16 dot products, bf16 asked for where it is slow); otherwise it is
 // cleared. "int8" (decoding only) gives int8 where int8_supported(), else fp32 with a note; auto
-// never chooses int8 (it changes results, not just their rounding). Throws naming any other value.
-Precision resolve_precision(const std::string& choice, std::string* note = nullptr);
+// never chooses int8 (it changes results, not just their rounding). The string form throws naming
+// any other value.
+Precision resolve_precision(PrecisionChoice choice, std::string* note = nullptr);
+inline Precision resolve_precision(const std::string& choice, std::string* note = nullptr) {
+  return resolve_precision(parse_precision_choice(choice), note);
+}
 
 // The precision of float32 matrix products (matmul, linear, attention) for the whole process:
 // fp32 (the default), bf16 operands with fp32 accumulation and fp32 results, or int8 (see

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rosetta/core/enum_names.h"
 #include "rosetta/core/lifetime.h"
 
 namespace sentencepiece {
@@ -34,6 +35,12 @@ inline constexpr int32_t kBosId = 2;
 inline constexpr int32_t kEosId = 3;
 
 enum class TokenizerModel { unigram, bpe };
+constexpr EnumNames<TokenizerModel, 2> enum_names(TokenizerModel) {
+  return {"tokenizer", {{{TokenizerModel::unigram, "unigram"}, {TokenizerModel::bpe, "bpe"}}}};
+}
+// "unigram" | "bpe" (SentencePiece's model types); throws naming the value otherwise.
+inline TokenizerModel parse_tokenizer_model(const std::string& s) { return parse_enum<TokenizerModel>(s); }
+inline const char* tokenizer_model_name(TokenizerModel m) { return enum_name(m); }
 
 // Training options, with chainable setters: TokenizerOptions().vocab_size(4000).model(bpe).
 struct TokenizerOptions {

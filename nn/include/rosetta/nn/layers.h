@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/enum_names.h"
 #include "rosetta/core/lifetime.h"
 #include "rosetta/nn/module.h"
 
@@ -86,8 +87,12 @@ class LayerNorm : public UnaryModule {
 };
 
 enum class Activation { relu, gelu };
-Activation parse_activation(const std::string& name);  // "relu" | "gelu"
-const char* activation_name(Activation a);
+constexpr EnumNames<Activation, 2> enum_names(Activation) {
+  return {"activation", {{{Activation::relu, "relu"}, {Activation::gelu, "gelu"}}}};
+}
+// "relu" | "gelu"; throws naming the value otherwise.
+inline Activation parse_activation(const std::string& name) { return parse_enum<Activation>(name); }
+inline const char* activation_name(Activation a) { return enum_name(a); }
 
 // The activations as modules without parameters, for Sequential.
 class ReLU : public UnaryModule {

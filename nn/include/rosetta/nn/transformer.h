@@ -29,9 +29,8 @@ struct OptionField {
     probability_or_dropout,  // < 1; negative: unset, i.e. the same as dropout
   };
   const char* key;          // metadata "model.<key>"; a command line's --<key, '_' as '-'>
-  const char* description;  // for a command line's help
+  const char* description;  // for a command line's help; an enum's choices are its words (enum_names)
   Check check = none;
-  std::vector<std::string> choices = {};  // the values a string option may take
 };
 
 struct TransformerOptions {
@@ -46,7 +45,7 @@ struct TransformerOptions {
   ROSETTA_ARG(double, attention_dropout) = -1;    // on attention probabilities; < 0: dropout
   ROSETTA_ARG(double, activation_dropout) = -1;   // after the feed-forward activation; < 0: dropout
   ROSETTA_ARG(bool, norm_first) = true;           // pre-norm; false = post-norm
-  ROSETTA_ARG(std::string, activation) = "relu";  // relu | gelu
+  ROSETTA_ARG(Activation, activation) = Activation::relu;
   ROSETTA_ARG(bool, share_embeddings) = false;    // one table for source and target
   ROSETTA_ARG(bool, tie_output) = false;          // output projection = target embedding
   ROSETTA_ARG(int64_t, max_len) = 1024;           // longest sequence (positional table)
@@ -73,7 +72,7 @@ struct TransformerOptions {
     f(o.activation_dropout_, C{"activation_dropout", "dropout after the feed-forward activation (< 0: dropout)",
                                C::probability_or_dropout});
     f(o.norm_first_, C{"norm_first", "pre-norm (true) or post-norm, as the paper (false)"});
-    f(o.activation_, C{"activation", "relu or gelu", C::none, {"relu", "gelu"}});
+    f(o.activation_, C{"activation", "relu or gelu"});
     f(o.share_embeddings_,
       C{"share_embeddings", "one embedding table for source and target (needs equal vocabularies)"});
     f(o.tie_output_, C{"tie_output", "output projection = target embedding"});

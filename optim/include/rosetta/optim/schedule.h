@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "rosetta/core/enum_names.h"
+
 namespace rosetta::optim {
 
 class Schedule {
@@ -111,12 +113,27 @@ class BudgetSchedule : public Schedule {
   State s_;
 };
 
-// "linear" or "cosine"; throws naming the others.
-BudgetSchedule::Shape budget_shape(const std::string& name);
+// The schedules make_schedule builds, as options name them.
+enum class ScheduleKind { constant, noam, inverse_sqrt, linear, cosine };
+constexpr EnumNames<ScheduleKind, 5> enum_names(ScheduleKind) {
+  return {"schedule",
+          {{{ScheduleKind::constant, "constant"}, {ScheduleKind::noam, "noam"},
+            {ScheduleKind::inverse_sqrt, "inverse-sqrt"}, {ScheduleKind::linear, "linear"},
+            {ScheduleKind::cosine, "cosine"}}}};
+}
+inline ScheduleKind parse_schedule_kind(const std::string& s) { return parse_enum<ScheduleKind>(s); }
+inline const char* schedule_kind_name(ScheduleKind k) { return enum_name(k); }
 
-// By name: "constant", "noam" (peak is then the factor), "inverse-sqrt", "cosine", "linear" (a
-// BudgetSchedule to 0 at total_steps).
-std::unique_ptr<Schedule> make_schedule(const std::string& name, double lr, int64_t warmup,
-                                        int64_t total_steps, int64_t d_model);
+// linear or cosine; throws naming the others.
+BudgetSchedule::Shape budget_shape(ScheduleKind kind);
+
+// constant, noam (peak is then the factor), inverse-sqrt, cosine, linear (a BudgetSchedule to 0
+// at total_steps); by name, the name parsed first.
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, double lr, int64_t warmup, int64_t total_steps,
+                                        int64_t d_model);
+inline std::unique_ptr<Schedule> make_schedule(const std::string& name, double lr, int64_t warmup,
+                                               int64_t total_steps, int64_t d_model) {
+  return make_schedule(parse_schedule_kind(name), lr, warmup, total_steps, d_model);
+}
 
 }  // namespace rosetta::optim

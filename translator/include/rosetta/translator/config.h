@@ -7,9 +7,58 @@
 #include <string>
 #include <vector>
 
+#include "rosetta/core/cpu.h"
+#include "rosetta/core/enum_names.h"
+#include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/transformer.h"
+#include "rosetta/optim/schedule.h"
 
 namespace rosetta::translator {
+
+// The options that take one of a few words, each an enum with its words (enum_names): parsed by
+// parse_enum<E> or the parse_* below, written by enum_name or the *_name below. The others are
+// nn::Activation (--activation), data::TokenizerModel (--tokenizer), optim::ScheduleKind
+// (--schedule) and PrecisionChoice (--precision).
+enum class Task { translate, copy };
+constexpr EnumNames<Task, 2> enum_names(Task) {
+  return {"task", {{{Task::translate, "translate"}, {Task::copy, "copy"}}}};
+}
+inline Task parse_task(const std::string& s) { return parse_enum<Task>(s); }
+inline const char* task_name(Task t) { return enum_name(t); }
+
+// --recipe (recipe.h): none, auto (chosen by the budget), small or large.
+enum class RecipeChoice { none, automatic, small, large };
+constexpr EnumNames<RecipeChoice, 4> enum_names(RecipeChoice) {
+  return {"recipe",
+          {{{RecipeChoice::none, "none"}, {RecipeChoice::automatic, "auto"}, {RecipeChoice::small, "small"},
+            {RecipeChoice::large, "large"}}}};
+}
+inline RecipeChoice parse_recipe_choice(const std::string& s) { return parse_enum<RecipeChoice>(s); }
+inline const char* recipe_choice_name(RecipeChoice r) { return enum_name(r); }
+
+enum class OptimizerKind { adam, adamw, sgd };
+constexpr EnumNames<OptimizerKind, 3> enum_names(OptimizerKind) {
+  return {"optimizer", {{{OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}, {OptimizerKind::sgd, "sgd"}}}};
+}
+inline OptimizerKind parse_optimizer_kind(const std::string& s) { return parse_enum<OptimizerKind>(s); }
+inline const char* optimizer_kind_name(OptimizerKind o) { return enum_name(o); }
+
+// What best.safetensors and early stopping go by: the validation loss (lowest), BLEU or chrF
+// (highest); also what `rosetta sweep --select` selects by.
+enum class BestMetric { loss, bleu, chrf };
+constexpr EnumNames<BestMetric, 3> enum_names(BestMetric) {
+  return {"metric", {{{BestMetric::loss, "loss"}, {BestMetric::bleu, "bleu"}, {BestMetric::chrf, "chrf"}}}};
+}
+inline BestMetric parse_best_metric(const std::string& s) { return parse_enum<BestMetric>(s); }
+inline const char* best_metric_name(BestMetric m) { return enum_name(m); }
+
+// A non-finite loss or gradient: skip the update (too many in a row stop the run), or stop.
+enum class OnNonfinite { skip, stop };
+constexpr EnumNames<OnNonfinite, 2> enum_names(OnNonfinite) {
+  return {"non-finite policy", {{{OnNonfinite::skip, "skip"}, {OnNonfinite::stop, "stop"}}}};
+}
+inline OnNonfinite parse_on_nonfinite(const std::string& s) { return parse_enum<OnNonfinite>(s); }
+inline const char* on_nonfinite_name(OnNonfinite o) { return enum_name(o); }
 
 // The defaults: a pre-norm Transformer (d_model 256, 4 heads, FF 1024, 2+2 layers, dropout 0.1,
 // shared and tied embeddings over a joint 5,000-piece vocabulary) trained with Adam at 2e-3,
@@ -20,7 +69,7 @@ namespace rosetta::translator {
 // auto` (which scripts/run-default.sh passes) sets it by the passes the budget gives (recipe.h).
 struct TrainConfig {
   // data
-  std::string task = "translate";  // translate | copy
+  Task task = Task::translate;
   std::string train, valid;        // TSV files (source<TAB>target)
   std::string src, tgt;            // or line-aligned training files
   std::string valid_src, valid_tgt;
@@ -29,7 +78,7 @@ struct TrainConfig {
   // tokenizer
   int vocab_size = 5000;
   bool joint_vocab = true;
-  std::string tokenizer = "unigram";  // unigram | bpe
+  data::TokenizerModel tokenizer = data::TokenizerModel::unigram;
   // Pairs longer (in tokens) are filtered out; 0: as long as --max-len allows (src_limit()).
   int64_t max_src_len = 0;
   int64_t max_tgt_len = 0;
@@ -44,7 +93,7 @@ struct TrainConfig {
   // A recipe (recipe.h): small | large | auto (chosen by the updates the budget gives) sets the
   // model, optimisation and regularization options not given otherwise; none: the options alone.
   // `rosetta train` resolves it before the run and saves the values it set in config.toml.
-  std::string recipe = "none";
+  RecipeChoice recipe = RecipeChoice::none;
   // model: a flag for each option of nn::TransformerOptions (--d-model, --heads, ...; --norm
   // pre|post for norm_first) but those the data sets (the vocabularies, pad_id) and
   // layer_norm_eps.
@@ -60,13 +109,12 @@ struct TrainConfig {
                                      .max_len(256);
   // objective, optimizer, schedule
   double label_smoothing = 0.1;
-  std::string optimizer = "adam";  // adam | adamw | sgd
+  OptimizerKind optimizer = OptimizerKind::adam;
   double lr = 2e-3;
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-9, weight_decay = 0.0, momentum = 0.9;
-  // constant | noam | inverse-sqrt | linear | cosine. linear and cosine decay to `decay_to` x lr
-  // at the end of the budget: --max-steps, or the updates --max-time allows, estimated from the
-  // speed measured as the run goes (run_budget.cpp).
-  std::string schedule = "inverse-sqrt";
+  // linear and cosine decay to `decay_to` x lr at the end of the budget: --max-steps, or the
+  // updates --max-time allows, estimated from the speed measured as the run goes (run_budget.cpp).
+  optim::ScheduleKind schedule = optim::ScheduleKind::inverse_sqrt;
   // Updates ("300"), or a share of the budget's updates ("5%"); a string for the share, which
   // --dump-config writes as it was given (a number unquoted, as before).
   std::string warmup = "300";
@@ -79,7 +127,7 @@ struct TrainConfig {
   int64_t max_epochs = 0;  // 0 = no limit
   std::string max_time;    // e.g. 900, 900s, 15m, 1h ("" = no limit)
   int64_t early_stopping = 0;  // validations without improvement before stopping (0 = off)
-  std::string best_metric = "loss";  // best.safetensors and early stopping by: loss | bleu | chrf
+  BestMetric best_metric = BestMetric::loss;  // best.safetensors and early stopping by
   // weights
   double ema = 0.999;            // decay of an exponential moving average of the weights (0 = off)
   int64_t keep_checkpoints = 0;  // weight snapshots step-N.safetensors kept (for rosetta average)
@@ -87,13 +135,14 @@ struct TrainConfig {
   uint64_t seed = 1;
   int threads = 0;  // 0 = OMP default
   int replicas = 0;  // model replicas training shards of each batch, one per thread (0 = automatic)
-  std::string precision = "auto";  // of matrix products: fp32 | bf16 | auto (bf16 where the CPU has fast AVX512_BF16: auto_precision)
+  // Of matrix products: fp32, bf16 or auto (bf16 where the CPU has fast AVX512_BF16: auto_precision).
+  PrecisionChoice precision = PrecisionChoice::automatic;
   std::string memory_limit;  // e.g. 2G: the memory the run may use ("" = what is available, detected)
   int64_t validate_every = 200, save_every = 200, log_every = 50;
   int64_t valid_bleu_sentences = 300;  // valid sentences translated for BLEU/chrF (0 = none)
   int valid_beam = 1;
   double valid_length_penalty = 1.0;
-  std::string on_nonfinite = "skip";  // skip | stop
+  OnNonfinite on_nonfinite = OnNonfinite::skip;
   bool distributed = false;  // join an MPI job (automatic under mpirun); not saved in config.toml
   // synthetic copy task (--task copy)
   int64_t copy_symbols = 10, copy_min_len = 4, copy_max_len = 10, copy_train_size = 20000,
@@ -120,7 +169,9 @@ struct TrainConfig {
   };
   Warmup warmup_spec() const;  // throws naming --warmup
   // Whether the schedule decays over the budget (linear, cosine).
-  bool budget_schedule() const { return schedule == "linear" || schedule == "cosine"; }
+  bool budget_schedule() const {
+    return schedule == optim::ScheduleKind::linear || schedule == optim::ScheduleKind::cosine;
+  }
   // `model` for these vocabularies (shared embeddings only when they are equal).
   nn::TransformerOptions model_options(int64_t src_vocab, int64_t tgt_vocab) const;
 };
@@ -130,7 +181,8 @@ struct ConfigField {
   const char* key;
   const char* group;        // of the help
   const char* description;  // for the help
-  std::vector<std::string> choices = {};  // the values a string option may take
+  // The words an enum option may take, when not all of its own (enum_words).
+  std::vector<std::string> choices = {};
   bool saved = true;        // false: a flag of one invocation, never in config.toml (--resume)
 };
 
@@ -139,7 +191,7 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   using C = ConfigField;
   const char *data = "Data", *noise = "More data and noise", *tok = "Tokenizer", *opt = "Optimisation",
              *stop = "Stopping", *run = "Run", *copy = "Copy task";
-  f(c.task, C{"task", data, "translate, or copy (synthetic copy task, no files)", {"translate", "copy"}});
+  f(c.task, C{"task", data, "translate, or copy (synthetic copy task, no files)"});
   f(c.train, C{"train", data, "training corpus, TSV: source<TAB>target"});
   f(c.valid, C{"valid", data, "validation corpus, TSV"});
   f(c.src, C{"src", data, "training sources, one per line (with --tgt)"});
@@ -161,16 +213,15 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
 
   f(c.vocab_size, C{"vocab_size", tok, "SentencePiece vocabulary size"});
   f(c.joint_vocab, C{"joint_vocab", tok, "one vocabulary for source and target"});
-  f(c.tokenizer, C{"tokenizer", tok, "unigram or bpe", {"unigram", "bpe"}});
+  f(c.tokenizer, C{"tokenizer", tok, "unigram or bpe"});
 
   f(c.recipe, C{"recipe", "Model",
                 "auto, small or large: set the model, optimisation and regularization options not given "
-                "(auto: by the updates the budget gives); none: the options alone",
-                {"none", "auto", "small", "large"}});
+                "(auto: by the updates the budget gives); none: the options alone"});
   f(c.model, C{"model", "Model", "the options of nn::TransformerOptions"});
 
   f(c.label_smoothing, C{"label_smoothing", opt, "label smoothing"});
-  f(c.optimizer, C{"optimizer", opt, "adam, adamw or sgd", {"adam", "adamw", "sgd"}});
+  f(c.optimizer, C{"optimizer", opt, "adam, adamw or sgd"});
   f(c.lr, C{"lr", opt, "peak learning rate (the factor, for noam)"});
   f(c.beta1, C{"beta1", opt, "Adam beta1"});
   f(c.beta2, C{"beta2", opt, "Adam beta2"});
@@ -179,8 +230,7 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.momentum, C{"momentum", opt, "SGD momentum"});
   f(c.schedule, C{"schedule", opt,
                   "constant, noam, inverse-sqrt, linear or cosine (the last two decay to --decay-to at the end of "
-                  "--max-steps or --max-time)",
-                  {"constant", "noam", "inverse-sqrt", "linear", "cosine"}});
+                  "--max-steps or --max-time)"});
   f(c.warmup, C{"warmup", opt, "warmup steps, or a share of the budget's updates (e.g. 5%: of --max-steps, or of "
                               "the updates --max-time allows, estimated as the run goes)"});
   f(c.decay_to, C{"decay_to", opt, "linear and cosine schedules: the learning rate at the end of the budget, as a "
@@ -193,8 +243,7 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.max_epochs, C{"max_epochs", stop, "stop after this many epochs (0: no limit)"});
   f(c.max_time, C{"max_time", stop, "stop after this long: seconds, or 90s, 15m, 2h"});
   f(c.early_stopping, C{"early_stopping", stop, "stop after this many validations without improvement (0: off)"});
-  f(c.best_metric, C{"best_metric", stop, "keep best.safetensors and stop early by validation loss, BLEU or chrF",
-                     {"loss", "bleu", "chrf"}});
+  f(c.best_metric, C{"best_metric", stop, "keep best.safetensors and stop early by validation loss, BLEU or chrF"});
   f(c.ema, C{"ema", stop, "keep an exponential moving average of the weights with this decay (0: off); "
                           "validation, best.safetensors and ema.safetensors use it"});
   f(c.keep_checkpoints, C{"keep_checkpoints", stop,
@@ -218,7 +267,7 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.valid_beam, C{"valid_beam", run, "beam size for validation translations"});
   f(c.valid_length_penalty, C{"valid_length_penalty", run, "length penalty for validation translations"});
   f(c.on_nonfinite, C{"on_nonfinite", run, "a non-finite loss or gradient: skip the update (100 in a row stop the "
-                                           "run), or stop", {"skip", "stop"}});
+                                           "run), or stop"});
   f(c.distributed, C{"distributed", run, "data-parallel over MPI: mpirun -np N rosetta train ... (automatic under "
                                          "mpirun)", {}, false});
 

@@ -17,10 +17,22 @@ namespace rosetta::translator {
 // (TranslationScores::src, ref and hyp): the first of the validation set, the same every time.
 inline constexpr size_t kSampleSentences = 5;
 
+// Why a run stopped, as train.log writes it ("stopped at step 12 (max-steps)"): --max-steps,
+// --max-epochs, --max-time, --early-stopping, or a signal (the `stop` flag below).
+enum class StopReason { max_steps, max_epochs, max_time, early_stopping, interrupted };
+constexpr EnumNames<StopReason, 5> enum_names(StopReason) {
+  return {"stop reason",
+          {{{StopReason::max_steps, "max-steps"}, {StopReason::max_epochs, "max-epochs"},
+            {StopReason::max_time, "max-time"}, {StopReason::early_stopping, "early-stopping"},
+            {StopReason::interrupted, "interrupted"}}}};
+}
+inline StopReason parse_stop_reason(const std::string& s) { return parse_enum<StopReason>(s); }
+inline const char* stop_reason_name(StopReason r) { return enum_name(r); }
+
 struct TrainOutcome {
   int64_t steps = 0;
   double best_valid = 0;      // of --best-metric; NaN when never validated
-  std::string stop_reason;     // "max-steps", "max-epochs", "max-time", "early-stopping", "interrupted"
+  StopReason stop_reason = StopReason::max_steps;
   bool root = true;            // this process speaks for the run (rank 0 of an MPI job, or alone)
 };
 
@@ -41,7 +53,7 @@ struct RunHooks {
 
 // Runs (or resumes) a training run as configured; a new run writes `config_toml` (the
 // effective configuration) to DIR/config.toml. `stop` is polled after every update: when it
-// becomes true the run saves a checkpoint and returns with stop_reason "interrupted".
+// becomes true the run saves a checkpoint and returns with StopReason::interrupted.
 // Throws rosetta::Error on bad input or a non-finite loss with --on-nonfinite stop.
 //
 // Data-parallel: started by an MPI launcher (`mpirun -np N rosetta train ...`) or with
