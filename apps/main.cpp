@@ -4,15 +4,15 @@
 // usage error. Either way the user sees one line on stderr: "rosetta: error: <message>".
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
+#include <cstdio>
 #include <exception>
 #include <string>
 
-#include "blas_fix.h"
 #include "commands.h"
 #include "errors.h"
 #include "log.h"
 #include "rosetta/core/check.h"
+#include "rosetta/core/start.h"
 #include "rosetta_commit.h"  // ROSETTA_COMMIT, generated at build time (cmake/commit.cmake)
 #include "text_io.h"
 
@@ -30,24 +30,10 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-// libgomp reads its wait policy when it loads, before main. Its default spins at every barrier,
-// and when another process holds one of the cores a spinning thread waits out whole scheduler
-// slices: measured under load, the tiny benchmark took 2.3 s per step with spinning and 0.02 s
-// with passive waiting. So unless the user chose a policy, ask for OMP_WAIT_POLICY=passive
-// (OMP_WAIT_POLICY=active restores spinning); true when the process must start again for it.
-static bool want_passive_wait() {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return false;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
-  return true;
-}
-
 int main(int argc, char** argv) {
-  rosetta::cli::run_blas_self_test_if_child();  // the BLAS self-test's child ends here
-  // libgomp and OpenBLAS read their environment when they load, before main: set what both
-  // need, then start again once (blas_fix.h).
-  const bool wait_policy = want_passive_wait();
-  const bool kernels = rosetta::cli::choose_blas_kernels(argv[0]);
-  if (wait_policy || kernels) execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  // Passive waiting and OpenBLAS's best core (rosetta/core/start.h): may start the program again.
+  if (const rosetta::StartReport started = rosetta::start(argc, argv); !started.warning.empty())
+    std::fprintf(stderr, "rosetta: warning: %s\n", started.warning.c_str());
   rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};

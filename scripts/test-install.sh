@@ -6,7 +6,8 @@
 #
 # Examples run without arguments, except `translate`: it gets a tiny run directory trained
 # here by the installed `rosetta train` on a toy corpus, and sentences to translate. `charlm`
-# is also stopped and resumed on two thread replicas: its weights must equal a straight run's.
+# is also stopped and resumed on two thread replicas: its weights must equal a straight run's;
+# and run on a simulated misdetected OpenBLAS core: it must run on the CPU's own (rosetta::start).
 # `charlm` is a user's model trained with the training library alone (it links rosetta::train):
 # it must load no library of the layers above train (data, translator, report).
 #
@@ -122,6 +123,23 @@ check_charlm_resume() {
   echo "  charlm stopped at 3 and resumed: weights $resumed, as straight through"
 }
 
+# check_charlm_start EXE: on a CPU that OpenBLAS misdetects (played by rosetta::start's test hook,
+# core/include/rosetta/core/start.h), charlm runs on the CPU's own core after the self-test, as
+# the rosetta CLI does; its first line ends with kernels_summary().
+check_charlm_start() {
+  local exe=$1 out line
+  out=$(env -u OPENBLAS_CORETYPE -u ROSETTA_BLAS_CORE_WAS -u ROSETTA_BLAS_SELF_TEST_FAILED \
+    ROSETTA_TEST_BLAS_MISDETECT=Prescott "$exe" --steps 1) || fail "charlm on a misdetected core exited with status $?"
+  line=${out%%$'\n'*}
+  if [[ $line == *"CPU SSE3"* || $line == *"CPU generic"* ]]; then
+    echo "  charlm on a misdetected core: skipped (this CPU has nothing better than Prescott)"
+    return
+  fi
+  [[ $line == *"chosen by rosetta after a self-test: OpenBLAS picked Prescott"* ]] ||
+    fail "charlm on a core OpenBLAS misdetected did not take the CPU's own: '$line'"
+  echo "  charlm on a misdetected core (Prescott) runs on$(sed -n 's/.*fp32 GEMM: OpenBLAS \([A-Za-z]*\).*/ \1/p' <<<"$line"), as the CLI"
+}
+
 if [[ -x $prefix/bin/rosetta ]]; then
   make_toy_run
   echo "test-install: trained a toy run with the installed rosetta"
@@ -152,6 +170,7 @@ for dir in "$root"/examples/*/; do
     echo "test-install: running $name"
     (cd "$out" && "$exe") || fail "$name exited with status $?"
     [[ $name != charlm ]] || check_charlm_resume "$exe"
+    [[ $name != charlm ]] || check_charlm_start "$exe"
   elif [[ -d $toy_run ]]; then
     echo "test-install: running translate on the toy run"
     (cd "$out" && run_translate "$exe")

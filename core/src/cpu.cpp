@@ -18,6 +18,7 @@
 #include "gemm_int8.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/tensor.h"
+#include "start_env.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -162,7 +163,7 @@ BlasKernels blas_kernels() {
   k.core_isa = blas_core_isa(k.core);
   k.cpu_isa = cpu_isa_level();
   if (const char* e = std::getenv("OPENBLAS_CORETYPE")) k.env = e;
-  if (const char* w = std::getenv("ROSETTA_BLAS_CORE_WAS"); w && !k.env.empty()) k.picked_by_openblas = w;
+  if (!k.env.empty()) k.picked_by_openblas = detail::blas_core_was();
   return k;
 }
 
@@ -210,13 +211,13 @@ std::string blas_kernels_warning() {
   const std::string better = blas_core_for();
   std::string s = std::string("OpenBLAS runs its ") + k.core + " kernels (" + isa_level_name(k.core_isa) +
                   ") on a CPU with " + isa_level_name(k.cpu_isa) + ": fp32 matrix products run several times slower than they could";
-  const char* failed = std::getenv("ROSETTA_BLAS_SELF_TEST_FAILED");  // set by the CLI (apps/blas_fix.h)
-  if (failed && better == failed)
+  if (!better.empty() && better == detail::blas_self_test_failed())  // start() tested it (start.h)
     s += "; the " + better + " kernels failed rosetta's self-test on this machine, so they are not used";
   else if (!k.env.empty())
     s += " (OPENBLAS_CORETYPE=" + k.env + " is set in the environment; unset it or set OPENBLAS_CORETYPE=" + better + ")";
   else
-    s += "; start the program with OPENBLAS_CORETYPE=" + better + " in its environment";
+    s += "; call rosetta::start(argc, argv) first in main (rosetta/core/start.h), or start the program with "
+         "OPENBLAS_CORETYPE=" + better + " in its environment";
   return s;
 }
 

@@ -23,6 +23,7 @@
 #include <rosetta/core/cpu.h>
 #include <rosetta/core/io.h>
 #include <rosetta/core/safetensors.h>
+#include <rosetta/core/start.h>
 #include <rosetta/optim/optim.h>
 #include <rosetta/train/checkpoint.h>
 #include <rosetta/train/metrics.h>
@@ -108,9 +109,6 @@ int run(const Args& args) {
   std::string note;
   set_matmul_precision(resolve_precision(args.precision, &note));
   if (!note.empty()) std::fprintf(stderr, "charlm: %s\n", note.c_str());
-  // OpenBLAS picks its kernels from the CPU model before main; where it picked some below what
-  // the CPU runs, the library says how to start on better ones (the rosetta CLI does it itself).
-  if (const std::string w = blas_kernels_warning(); !w.empty()) std::fprintf(stderr, "charlm: warning: %s\n", w.c_str());
   const charlm::CharLMOptions options;
   const int64_t T = options.context();
   const std::string text = read_file(args.text);
@@ -214,6 +212,12 @@ int run(const Args& args) {
 
 int main(int argc, char** argv) {
   try {
+    // First, as the rosetta CLI: threads that wait passively, and OpenBLAS's best kernels where it
+    // picked some below the CPU (rosetta/core/start.h). It may start the program again.
+    const StartReport started = start(argc, argv);
+    // Kernels still below the CPU: a self-test failed, or OPENBLAS_CORETYPE chose them.
+    if (const std::string w = started.warning.empty() ? blas_kernels_warning() : started.warning; !w.empty())
+      std::fprintf(stderr, "charlm: warning: %s\n", w.c_str());
     return run(parse_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "charlm: %s\n", e.what());

@@ -7,6 +7,7 @@
 // tokenizers (src.model, tgt.model, verified against the checkpoint), and the weights with the
 // best validation score (best.safetensors, or the last checkpoint before any validation), whose
 // checksum is verified and whose metadata shapes the model (model.*).
+#include <rosetta/core/start.h>
 #include <rosetta/translator/translator.h>  // link rosetta::translator
 
 #include <cstdio>
@@ -17,6 +18,9 @@
 using namespace rosetta;
 
 int main(int argc, char** argv) try {
+  // First: threads that wait passively, OpenBLAS's best kernels (rosetta/core/start.h).
+  if (const std::string w = start(argc, argv).warning; !w.empty())
+    std::fprintf(stderr, "translate: warning: %s\n", w.c_str());
   if (argc < 2) {
     std::fprintf(stderr, "usage: translate RUN_DIR [SENTENCE...]  (none: one per line on stdin)\n");
     return 2;

@@ -25,6 +25,7 @@
 #include "rosetta/core/random.h"
 #include "rosetta/core/safetensors.h"
 #include "rosetta/core/shape.h"
+#include "rosetta/core/start.h"
 #include "rosetta/core/tensor.h"
 
 #include "rosetta/autograd/autograd.h"

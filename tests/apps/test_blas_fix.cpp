@@ -1,4 +1,4 @@
-// The CLI's choice of OpenBLAS kernels (apps/blas_fix.h), with its test hooks playing a CPU that
+// The CLI's choice of OpenBLAS kernels (rosetta::start, core/start.h), with its test hooks playing a CPU that
 // OpenBLAS misdetects: the better core is taken after a self-test in a child process; a
 // self-test that crashes, computes a wrong result or hangs costs one warning line, not the run;
 // the user's OPENBLAS_CORETYPE is never overridden.

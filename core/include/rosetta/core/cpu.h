@@ -64,8 +64,8 @@ struct BlasKernels {
   IsaLevel core_isa = IsaLevel::generic;
   IsaLevel cpu_isa = IsaLevel::generic;
   std::string env;         // OPENBLAS_CORETYPE as this process saw it ("" when unset)
-  // The core OpenBLAS picked by itself, when rosetta started again with a better one
-  // (ROSETTA_BLAS_CORE_WAS, set by the CLI's re-exec); "" otherwise.
+  // The core OpenBLAS picked by itself, when start() (start.h) started the program again with a
+  // better one; "" otherwise.
   std::string picked_by_openblas;
   // True when the running core's ISA is below the CPU's: the fp32 GEMMs run slower than they
   // could.
@@ -82,7 +82,7 @@ std::string kernels_summary();
 // threads: sgemm 195 GFLOP/s, bf16 398 GFLOP/s". For logs; takes ~0.1 s at n 1024.
 std::string kernels_line(int roof_n = 1024);
 // Empty when the running OpenBLAS core suits the CPU; else a warning that names the fix
-// (OPENBLAS_CORETYPE=<core>), for programs that use the library directly.
+// (OPENBLAS_CORETYPE=<core>, or rosetta::start, which takes the better core itself: start.h).
 std::string blas_kernels_warning();
 
 // Best GFLOP/s of a square fp32 GEMM of size n (and a bf16 one, when the CPU has AVX512_BF16)

@@ -1,6 +1,6 @@
-// OpenBLAS's core checked before main starts work: the sgemm self-test (run in a child process)
-// and the choice of a better core (see blas_fix.h).
-#include "blas_fix.h"
+// start(): the wait policy, and OpenBLAS's core checked before main starts work: the sgemm
+// self-test (run in a child process) and the choice of a better core (see start.h).
+#include "rosetta/core/start.h"
 
 #include <cblas.h>
 #include <fcntl.h>
@@ -23,14 +23,15 @@
 
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/tensor.h"
+#include "start_env.h"
 
 extern char** environ;
 
-namespace rosetta::cli {
+namespace rosetta {
 
 namespace {
 
-// The environment variables of blas_fix.h.
+// The environment variables of start.h.
 constexpr const char* kCoreType = "OPENBLAS_CORETYPE";
 constexpr const char* kCoreWas = "ROSETTA_BLAS_CORE_WAS";
 constexpr const char* kSelfTest = "ROSETTA_BLAS_SELF_TEST";
@@ -232,8 +233,9 @@ std::string self_test_in_child(const char* argv0, const std::string& core) {
   return "exit status " + std::to_string(WEXITSTATUS(status));
 }
 
-}  // namespace
-
+// In the self-test child (ROSETTA_BLAS_SELF_TEST set) runs the test and ends the process: exit
+// status 0 and no output when it passes, else 1 and one line on stderr saying what failed.
+// Elsewhere returns at once.
 void run_blas_self_test_if_child() {
   if (!std::getenv(kSelfTest)) return;
   const rlimit no_core{0, 0};
@@ -247,7 +249,10 @@ void run_blas_self_test_if_child() {
   _exit(why.empty() ? 0 : 1);
 }
 
-bool choose_blas_kernels(const char* argv0) {
+// Sets the environment for better kernels where OpenBLAS picked some below the CPU and they
+// pass the self-test. Returns true when the process must start again for it to take effect;
+// `warning` gets one line when the candidate failed.
+bool choose_blas_kernels(const char* argv0, std::string& warning) {
   // The test hook's simulated misdetection: start again on the core named, and tell the next
   // process (by the marker) that this OPENBLAS_CORETYPE is ours; there it is dropped, as if
   // OpenBLAS had picked that core by itself.
@@ -265,11 +270,9 @@ bool choose_blas_kernels(const char* argv0) {
   const std::string candidate = blas_core_for();
   if (!k.below_cpu() || candidate.empty() || env(kFailed) == candidate) return false;
   if (const std::string why = self_test_in_child(argv0, candidate); !why.empty()) {
-    std::fprintf(stderr,
-                 "rosetta: warning: OpenBLAS picked its %s kernels (%s) on a CPU with %s; the %s kernels failed a "
-                 "self-test (%s), so fp32 products run on %s\n",
-                 k.core.c_str(), isa_level_name(k.core_isa), isa_level_name(k.cpu_isa), candidate.c_str(),
-                 why.c_str(), k.core.c_str());
+    warning = "OpenBLAS picked its " + k.core + " kernels (" + isa_level_name(k.core_isa) + ") on a CPU with " +
+              isa_level_name(k.cpu_isa) + "; the " + candidate + " kernels failed a self-test (" + why +
+              "), so fp32 products run on " + k.core;
     setenv(kFailed, candidate.c_str(), 1);  // our children (rosetta sweep's runs) do not test it again
     return false;
   }
@@ -278,4 +281,31 @@ bool choose_blas_kernels(const char* argv0) {
   return true;
 }
 
-}  // namespace rosetta::cli
+// libgomp reads its wait policy when it loads (start.h): passive unless the user chose. True
+// when the process must start again for it.
+bool want_passive_wait() {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return false;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
+std::string blas_core_was() { return env(kCoreWas); }
+std::string blas_self_test_failed() { return env(kFailed); }
+}  // namespace detail
+
+StartReport start(int argc, char** argv, const StartOptions& options) {
+  ROSETTA_CHECK(argc >= 1 && argv != nullptr && argv[argc] == nullptr, "rosetta::start: needs main's argc and argv");
+  if (options.blas_kernels) run_blas_self_test_if_child();  // the self-test's child ends here
+  StartReport report;
+  // libgomp and OpenBLAS read their environment when they load, before main: set what both
+  // need, then start again once.
+  const bool wait_policy = options.passive_wait && want_passive_wait();
+  const bool kernels = options.blas_kernels && choose_blas_kernels(argv[0], report.warning);
+  if (wait_policy || kernels) execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  return report;
+}
+
+}  // namespace rosetta
