@@ -59,12 +59,16 @@ void run_eval(const EvalArgs& a) {
   ROSETTA_CHECK(!srcs.empty(), "the test set has no sentence pairs");
   int64_t truncated = 0;
   std::vector<std::vector<nn::Hypothesis>> hyps;
+  TranslationProgress progress(int64_t(srcs.size()));
   try {
     hyps = t.translate(srcs, a.decode.options(), a.batch_tokens, &truncated,
-                        decoding_check(budget, t.model->options(), a.decode.options(), a.batch_tokens));
+                       decoding_check(budget, t.model->options(), a.decode.options(), a.batch_tokens),
+                       [&](int64_t n) { progress.add(n); });
   } catch (const Error& e) {
+    progress.clear();
     ROSETTA_FAIL(a.test.empty() ? a.src : a.test, ": ", e.what());
   }
+  progress.clear();
   if (truncated) spdlog::warn("{} test source(s) were truncated to the model's maximum length", truncated);
   std::vector<std::string> text;
   std::string all;

@@ -1,4 +1,7 @@
 // rosetta translate: translate lines from standard input or --input with a trained run.
+#include <unistd.h>
+
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
@@ -18,10 +21,21 @@ struct TranslateArgs {
   int n_best = 0, threads = 0;
   DecodeArgs decode;
   int64_t batch_tokens = 2048;
+  bool stream = false, stream_given = false;
 };
 
-// Sources longer than the model's maximum length are cut to it, with a warning (documented in
-// the README).
+// The output lines of source `index`: its best translation, or its n best as
+// "index ||| translation ||| score".
+std::string output_lines(const Translator& t, int n_best, int64_t index, const std::vector<nn::Hypothesis>& hyps) {
+  if (n_best == 0) return (hyps.empty() ? "" : t.codec.decode_target(hyps[0].tokens)) + "\n";
+  std::ostringstream out;
+  for (const auto& h : hyps) out << index << " ||| " << t.codec.decode_target(h.tokens) << " ||| " << h.score << "\n";
+  return out.str();
+}
+
+// Lines are translated a chunk at a time (StreamOptions) and written as each chunk is done; with
+// --stream each line as soon as it is read. Sources longer than the model's maximum length are
+// cut to it, with a warning (documented in the README).
 void run(const TranslateArgs& a) {
   // Outputs that cannot be written fail now, not after the work.
   check_output_path(a.output, "--output");
@@ -31,40 +45,32 @@ void run(const TranslateArgs& a) {
   const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
   budget.check(loading_plan(weights_to_load(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
-  const std::vector<std::string> lines = read_lines(a.input);
+  const bool from_stdin = a.input == "-" || a.input.empty();
+  data::LineStream in = from_stdin ? data::LineStream(STDIN_FILENO, "<stdin>") : data::LineStream(a.input);
+  const bool stream = a.stream_given ? a.stream : from_stdin && isatty(STDIN_FILENO);
   const int n_best = std::max(a.n_best, 1);
   const auto options = a.decode.options().beam(std::max(a.decode.beam, n_best)).n_best(n_best);
-  int64_t truncated = 0;
-  std::vector<std::vector<nn::Hypothesis>> hyps;
-  try {
-    hyps = t.translate(lines, options, a.batch_tokens, &truncated,
-                        decoding_check(budget, t.model->options(), options, a.batch_tokens));
-  } catch (const Error& e) {
-    ROSETTA_FAIL(a.input == "-" || a.input.empty() ? "<stdin>" : a.input, ": ", e.what());
-  }
-  if (truncated)
-    spdlog::warn("{} input line(s) longer than the model's maximum of {} tokens were truncated", truncated,
+  TextOutput out(a.output);
+  TranslationProgress progress(in.total_lines());
+  std::optional<std::string> first_line;  // and its best translation, for --attention
+  std::vector<int32_t> first_best;
+  StreamCallbacks callbacks;
+  callbacks.emit = [&](int64_t index, const std::string& source, const std::vector<nn::Hypothesis>& hyps) {
+    out.write(output_lines(t, a.n_best, index, hyps));
+    if (stream) out.flush();
+    if (index == 0 && !hyps.empty()) first_line = source, first_best = hyps[0].tokens;
+  };
+  callbacks.check_batch = decoding_check(budget, t.model->options(), options, a.batch_tokens);
+  if (!stream) callbacks.batch_done = [&](int64_t n) { progress.add(n); };  // a line typed is its own progress
+  const StreamCounts counts =
+      translate_stream(*t.model, t.codec, in, options, a.batch_tokens, StreamOptions().interactive(stream), callbacks);
+  progress.clear();
+  out.close();
+  if (counts.truncated)
+    spdlog::warn("{} input line(s) longer than the model's maximum of {} tokens were truncated", counts.truncated,
                  t.model->options().max_len());
-  std::ostringstream out;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (a.n_best == 0) {
-      out << (hyps[i].empty() ? "" : t.codec.decode_target(hyps[i][0].tokens)) << "\n";
-      continue;
-    }
-    for (const auto& h : hyps[i]) out << i << " ||| " << t.codec.decode_target(h.tokens) << " ||| " << h.score << "\n";
-  }
-  write_text(a.output, out.str());
-  if (!a.attention.empty() && !lines.empty() && !hyps[0].empty()) {
-    std::vector<int32_t> src = t.codec.encode_source(lines[0]);
-    if (int64_t(src.size()) > t.model->options().max_len()) src.resize(size_t(t.model->options().max_len()));
-    if (src.empty()) src.push_back(3);
-    const auto& best = hyps[0][0].tokens;
-    const Tensor w = attention_map(*t.model, src, best, 2);
-    std::vector<std::string> rows = t.codec.target_pieces(best), cols = t.codec.source_pieces(lines[0]);
-    rows.push_back("</s>");
-    cols.resize(src.size(), "</s>");
-    write_text(a.attention, heatmap_svg("cross-attention, last decoder layer (mean over heads): " + lines[0], w,
-                                        rows, cols));
+  if (!a.attention.empty() && first_line) {
+    write_text(a.attention, attention_heatmap_svg(t, *first_line, first_best));
   } else if (!a.attention.empty()) {
     spdlog::warn("--attention {}: not written: the input has no first line with a translation to show", a.attention);
   }
@@ -84,7 +90,13 @@ void register_translate(CLI::App& app) {
   cmd->add_option("--batch-tokens", a->batch_tokens, "source tokens per batch")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--attention", a->attention, "write the first sentence's cross-attention heatmap (SVG)");
   cmd->add_option("--threads", a->threads, "threads (0: default)")->check(CLI::Range(0, 1024));
-  cmd->callback([a] { run(*a); });
+  CLI::Option* stream = cmd->add_flag("--stream,!--no-stream", a->stream,
+                                      "translate and write each line as soon as it is read (default: when standard "
+                                      "input is a terminal); --no-stream: in chunks of 4096 lines sorted by length");
+  cmd->callback([a, stream] {
+    a->stream_given = stream->count() > 0;
+    run(*a);
+  });
 }
 
 }  // namespace rosetta::cli

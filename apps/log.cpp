@@ -39,4 +39,16 @@ void ProgressLine::clear() {
   shown_ = false;
 }
 
+void TranslationProgress::add(int64_t sentences) {
+  done_ += sentences;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < std::chrono::milliseconds(200)) return;
+  last_ = now;
+  const double seconds = std::chrono::duration<double>(now - start_).count(), rate = double(done_) / seconds;
+  std::string text = "translated " + std::to_string(done_) + (total_ >= 0 ? " of " + std::to_string(total_) : "") +
+                     " lines | " + fmt::format("{:.1f}", rate) + " sentences/s";
+  if (total_ >= done_ && rate > 0) text += fmt::format(" | ETA {:.0f} s", double(total_ - done_) / rate);
+  line_.show(text);
+}
+
 }  // namespace rosetta::cli

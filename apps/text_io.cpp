@@ -24,14 +24,30 @@ std::vector<std::string> read_lines(const std::string& path) {
 }
 
 void write_text(const std::string& path, const std::string& text) {
-  // The names of standard output are written through it: replacing the file /dev/stdout leads to
-  // (a shell's `> file`) would leave the shell writing to a file no longer there.
-  if (path.empty() || path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
-    std::cout << text;
-    check_stdout();
-  } else {
-    write_file_atomic(path, text);
-  }
+  TextOutput out(path);
+  out.write(text);
+  out.close();
+}
+
+// The names of standard output are written through it: replacing the file /dev/stdout leads to
+// (a shell's `> file`) would leave the shell writing to a file no longer there.
+TextOutput::TextOutput(const std::string& path) {
+  if (!(path.empty() || path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1"))
+    file_.emplace(path);
+}
+
+void TextOutput::write(std::string_view text) {
+  if (file_) file_->write(text);
+  else std::cout << text;
+}
+
+void TextOutput::flush() {
+  if (!file_) check_stdout();
+}
+
+void TextOutput::close() {
+  if (file_) file_->commit();
+  else check_stdout();
 }
 
 void check_stdout() {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "rosetta/core/check.h"
 
@@ -84,7 +85,49 @@ std::string read_descriptor(int fd, const std::string& name, size_t expected) {
   return out;
 }
 
-void write_file_atomic(const std::string& path_in, std::string_view bytes) {
+// What a file that is not a regular one is, for errors ("a FIFO").
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
+// Throws unless `st` (of `path`) is a regular file's.
+void check_regular(const std::string& path, const struct stat& st) {
+  ROSETTA_CHECK(!S_ISDIR(st.st_mode), path, ": is a directory, expected a file");
+  ROSETTA_CHECK(S_ISREG(st.st_mode), path, ": not a regular file (", file_kind(st.st_mode), ")");
+}
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  ROSETTA_CHECK(::stat(path.c_str(), &st) == 0, path, ": cannot open for reading: ", errno_text(errno));
+  check_regular(path, st);
+}
+
+std::string read_regular_file(const std::string& path) {
+  require_regular_file(path);
+  // Opened without waiting (a FIFO put there since the check would otherwise block the open),
+  // then checked again on the descriptor, which is what gets read.
+  Fd f(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  ROSETTA_CHECK(f.fd >= 0, path, ": cannot open for reading: ", errno_text(errno));
+  struct stat st {};
+  ROSETTA_CHECK(::fstat(f.fd, &st) == 0, path, ": cannot stat: ", errno_text(errno));
+  check_regular(path, st);
+  ROSETTA_CHECK(::fcntl(f.fd, F_SETFL, ::fcntl(f.fd, F_GETFL) & ~O_NONBLOCK) == 0, path, ": fcntl failed: ",
+                errno_text(errno));
+  return read_descriptor(f.fd, path, size_t(st.st_size));
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  AtomicFileWriter w(path);
+  w.write(bytes);
+  w.commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(const std::string& path_in) : path_(path_in) {
   ROSETTA_CHECK(!path_in.empty(), "write_file_atomic: empty path");
   std::string path = path_in;
   struct stat st {};
@@ -93,10 +136,8 @@ void write_file_atomic(const std::string& path_in, std::string_view bytes) {
     if (!S_ISREG(st.st_mode)) {
       // A device, pipe or socket (/dev/stdout, /dev/null, a FIFO) has nothing to replace: renaming
       // a file over it would replace the device itself (as root, even /dev/full). Written in place.
-      Fd f(::open(path_in.c_str(), O_WRONLY | O_CLOEXEC));
-      ROSETTA_CHECK(f.fd >= 0, path_in, ": cannot open for writing: ", errno_text(errno));
-      if (int err = write_all(f.fd, bytes)) ROSETTA_FAIL(path_in, ": write failed: ", errno_text(err));
-      ROSETTA_CHECK(f.close_checked() == 0, path_in, ": close failed: ", errno_text(errno));
+      fd_ = ::open(path_in.c_str(), O_WRONLY | O_CLOEXEC);
+      ROSETTA_CHECK(fd_ >= 0, path_in, ": cannot open for writing: ", errno_text(errno));
       return;
     }
     // A link to a regular file: the file it points to is replaced, the link stays.
@@ -106,32 +147,48 @@ void write_file_atomic(const std::string& path_in, std::string_view bytes) {
       if (!ec) path = target.string();
     }
   }
-  const std::string dir = parent_directory(path);
-
+  path_ = path;
   // A fresh temporary name in the same directory (rename is atomic only within a filesystem).
   // O_EXCL never reuses a leftover from a crashed run; mode 0666 is filtered by the umask.
   static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    tmp_ = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) break;
   }
-  ROSETTA_CHECK(fd >= 0, path, ": cannot create temporary file in directory '", dir,
+  ROSETTA_CHECK(fd_ >= 0, path, ": cannot create temporary file in directory '", parent_directory(path),
                 "': ", errno_text(errno));
-  Fd f(fd);
+}
 
-  // From here on, any failure removes the temporary file; `path` itself is not touched.
-  auto fail = [&](const char* what, int err) {
-    if (f.fd >= 0) f.close_checked();
-    ::unlink(tmp.c_str());
-    ROSETTA_FAIL(path, ": ", what, " (temporary file '", tmp, "'): ", errno_text(err));
-  };
-  if (int err = write_all(f.fd, bytes)) fail("write failed", err);
-  if (::fsync(f.fd) != 0) fail("fsync failed", errno);
-  if (f.close_checked() != 0) fail("close failed", errno);
-  rename_atomic(tmp, path);
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+// From the first failure on, the temporary file is removed; `path` itself is not touched.
+void AtomicFileWriter::fail(const char* what, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (tmp_.empty()) ROSETTA_FAIL(path_, ": ", what, ": ", errno_text(err));
+  ::unlink(tmp_.c_str());
+  const std::string tmp = std::exchange(tmp_, "");
+  committed_ = true;  // nothing left to remove
+  ROSETTA_FAIL(path_, ": ", what, " (temporary file '", tmp, "'): ", errno_text(err));
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  ROSETTA_CHECK(fd_ >= 0 && !committed_, path_, ": written after it was closed");
+  if (int err = write_all(fd_, bytes)) fail("write failed", err);
+}
+
+void AtomicFileWriter::commit() {
+  ROSETTA_CHECK(fd_ >= 0 && !committed_, path_, ": committed twice");
+  if (!tmp_.empty() && ::fsync(fd_) != 0) fail("fsync failed", errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) fail("close failed", errno);
+  committed_ = true;
+  if (!tmp_.empty()) rename_atomic(tmp_, path_);
 }
 
 void rename_atomic(const std::string& from, const std::string& to) {

@@ -171,7 +171,7 @@ void save_safetensors(const std::string& path,
 }
 
 SafeTensors load_safetensors(const std::string& path) {
-  return parse_safetensors(read_file(path), path);
+  return parse_safetensors(read_regular_file(path), path);
 }
 
 namespace {

@@ -1,7 +1,11 @@
 // LineReader and the UTF-8 checks shared by the corpus readers and the tokenizer.
 #include "line_reader.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <system_error>
 
@@ -110,8 +114,46 @@ LineReader::LineReader(std::string_view text, std::string name, size_t max_line_
   ROSETTA_CHECK(max_line_bytes > 0 && chunk_bytes > 0, "LineReader: limits must be positive");
 }
 
+LineReader::LineReader(int fd, std::string name, size_t max_line_bytes)
+    : fd_(fd), name_(std::move(name)), max_line_bytes_(max_line_bytes), buf_(size_t(1) << 16) {
+  ROSETTA_CHECK(max_line_bytes > 0, "LineReader: max_line_bytes must be positive");
+}
+
+size_t LineReader::read_some(char* at, size_t room) {
+  for (;;) {
+    const ssize_t n = ::read(fd_, at, room);
+    if (n >= 0) return size_t(n);
+    ROSETTA_CHECK(errno == EINTR, name_, ": read failed after line ", line_, ": ", std::strerror(errno));
+  }
+}
+
+bool LineReader::ready() {
+  for (;;) {
+    if (eof_ || std::memchr(buf_.data() + pos_, '\n', end_ - pos_)) return true;
+    // A stream (in memory, on disk) never waits; nor does next() on a line longer than the buffer.
+    if (in_ || end_ - pos_ == buf_.size()) return true;
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, 0);
+    if (r == 0) return false;
+    if (r < 0 && errno == EINTR) continue;
+    // Readable, at its end or failed: one read says which, without waiting.
+    std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+    const size_t n = read_some(buf_.data() + end_, buf_.size() - end_);
+    if (n == 0) eof_ = true;
+    end_ += n;
+  }
+}
+
 bool LineReader::fill() {
   if (eof_) return false;
+  if (!in_) {  // a descriptor: a short read is what has arrived so far, only 0 is the end
+    pos_ = 0;
+    end_ = read_some(buf_.data(), buf_.size());
+    eof_ = end_ == 0;
+    return end_ > 0;
+  }
   in_->read(buf_.data(), std::streamsize(buf_.size()));
   ROSETTA_CHECK(!in_->bad(), name_, ":", line_ + 1, ": read error");
   pos_ = 0;

@@ -48,16 +48,26 @@ class LineReader {
   // tiny chunks to exercise lines that straddle chunks).
   LineReader(std::string_view text, std::string name, size_t max_line_bytes, size_t chunk_bytes = size_t(1) << 16);
 
+  // Reads the open descriptor `fd` (not closed here) as the file `name`, as its bytes arrive:
+  // standard input behind a terminal or a pipe.
+  LineReader(int fd, std::string name, size_t max_line_bytes);
+
   // Reads the next line into `line` (without '\n', '\r\n' or the BOM); false at end of file.
   bool next(std::string& line);
+  // Whether next() would return without waiting for input still to come: a whole line is
+  // buffered, the end was reached, or (reading a descriptor) one arrives on a read that does
+  // not wait. Reads what is there, never waits.
+  bool ready();
   // 1-based number of the line last returned by next().
   size_t line_number() const { return line_; }
   const std::string& name() const { return name_; }
 
  private:
   bool fill();
+  size_t read_some(char* at, size_t room);  // one read of the descriptor; 0 at its end
 
-  std::unique_ptr<std::istream> in_;
+  std::unique_ptr<std::istream> in_;  // or, when null, the descriptor fd_
+  int fd_ = -1;
   std::string name_;
   size_t max_line_bytes_;
   std::vector<char> buf_;

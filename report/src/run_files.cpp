@@ -48,6 +48,7 @@ using translator::Translator;
 // warning naming the file and line (e.g. the last line of a run killed while writing it).
 std::vector<json> read_jsonl(const std::string& path, Notes& notes) {
   std::vector<json> out;
+  if (fs::exists(path)) require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   std::string line;
   for (size_t n = 1; std::getline(in, line); ++n) {
@@ -80,6 +81,7 @@ std::string trim(const std::string& s) {
 // KEY = VALUE lines as CLI11 writes them; quotes around strings dropped.
 std::vector<std::pair<std::string, std::string>> read_config(const std::string& path) {
   std::vector<std::pair<std::string, std::string>> out;
+  if (fs::exists(path)) require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   std::string line;
   while (std::getline(in, line)) {
@@ -95,6 +97,7 @@ std::vector<std::pair<std::string, std::string>> read_config(const std::string& 
 
 std::map<std::string, std::string> read_facts(const std::string& path) {
   std::map<std::string, std::string> out;
+  if (fs::exists(path)) require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   std::string line;
   while (std::getline(in, line)) {
@@ -226,7 +229,7 @@ Run read_run(const std::string& dir, const ReportOptions& o, Notes& notes) {
   run.config = read_config(paths.config());
   run.facts = read_facts(paths.log());
   if (fs::exists(paths.eval())) {
-    run.eval = json::parse(read_file(paths.eval()), nullptr, false);
+    run.eval = json::parse(read_regular_file(paths.eval()), nullptr, false);
     if (run.eval.is_discarded() || !run.eval.is_object()) {
       notes.warn(paths.eval() + ": skipped: not a JSON object");
       run.eval = nullptr;

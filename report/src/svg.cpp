@@ -7,6 +7,7 @@
 
 #include "rosetta/core/check.h"
 #include "rosetta/report/escape.h"
+#include "rosetta/translator/translator.h"
 
 namespace rosetta::report {
 
@@ -164,6 +165,18 @@ std::string heatmap_svg(const std::string& title, const Tensor& weights_in,
   }
   o << "</svg>\n";
   return o.str();
+}
+
+std::string attention_heatmap_svg(const translator::Translator& t, const std::string& source,
+                                  const std::vector<int32_t>& best) {
+  std::vector<int32_t> src = t.codec.encode_source(source);
+  if (int64_t(src.size()) > t.model->options().max_len()) src.resize(size_t(t.model->options().max_len()));
+  if (src.empty()) src.push_back(data::kEosId);
+  const Tensor w = translator::attention_map(*t.model, src, best, data::kBosId);
+  std::vector<std::string> rows = t.codec.target_pieces(best), cols = t.codec.source_pieces(source);
+  rows.push_back("</s>");
+  cols.resize(src.size(), "</s>");
+  return heatmap_svg("cross-attention, last decoder layer (mean over heads): " + source, w, rows, cols);
 }
 
 }  // namespace rosetta::report

@@ -18,6 +18,7 @@
 namespace fs = std::filesystem;
 using namespace rosetta;
 using Catch::Contains;
+using Catch::Equals;
 using Catch::StartsWith;
 using rosetta::test::ScratchDir;
 
@@ -409,6 +410,44 @@ TEST_CASE("load_safetensors names the path when the file is missing or a directo
   write_plain(dir.file("short.safetensors"), "abc");
   REQUIRE_THROWS_WITH(load_safetensors(dir.file("short.safetensors")),
                       Contains(dir.file("short.safetensors") + ": file is 3 bytes"));
+}
+
+TEST_CASE("AtomicFileWriter puts a file written in pieces in place at commit, or leaves the old one", "[io]") {
+  ScratchDir dir;
+  const std::string path = dir.file("out.txt");
+  write_plain(path, "old");
+  {
+    AtomicFileWriter w(path);
+    w.write("new ");
+    w.write("text");
+    CHECK(read_file(path) == "old");  // not before commit
+  }
+  CHECK(read_file(path) == "old");  // never committed: the temporary removed
+  CHECK(dir.listing() == std::vector<std::string>{"out.txt"});
+  AtomicFileWriter w(path);
+  w.write("new ");
+  w.write("text");
+  w.commit();
+  CHECK(read_file(path) == "new text");
+  CHECK(dir.listing() == std::vector<std::string>{"out.txt"});
+  REQUIRE_THROWS_WITH(w.write("more"), Contains("written after it was closed"));
+}
+
+TEST_CASE("weights that are a FIFO or a device are refused before they are opened", "[io]") {
+  ScratchDir dir;
+  // Opening a FIFO for reading waits for a writer: were it opened, this test would never end.
+  const std::string fifo = dir.file("best.safetensors");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  REQUIRE_THROWS_WITH(load_safetensors(fifo), Equals(fifo + ": not a regular file (a FIFO)"));
+  REQUIRE_THROWS_WITH(read_regular_file(fifo), Equals(fifo + ": not a regular file (a FIFO)"));
+  REQUIRE_THROWS_WITH(read_regular_file("/dev/null"), Equals("/dev/null: not a regular file (a character device)"));
+  // A link to a regular file is read; a link to a FIFO is not.
+  write_plain(dir.file("real"), "bytes");
+  std::filesystem::create_symlink(dir.file("real"), dir.file("link"));
+  CHECK(read_regular_file(dir.file("link")) == "bytes");
+  std::filesystem::create_symlink(fifo, dir.file("fifo_link"));
+  REQUIRE_THROWS_WITH(require_regular_file(dir.file("fifo_link")), Contains("not a regular file (a FIFO)"));
+  ::unlink(fifo.c_str());
 }
 
 // ------------------------------------------------------------------ plain files

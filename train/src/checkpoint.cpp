@@ -108,7 +108,7 @@ void rotate_in(const std::string& next, const std::string& path) {
   const std::string previous = previous_checkpoint(path);
   if (::renameat2(AT_FDCWD, next.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0)
     return rename_atomic(next, previous);
-  write_file_atomic(previous, read_file(path));
+  write_file_atomic(previous, read_regular_file(path));
   rename_atomic(next, path);
 }
 

@@ -1,6 +1,8 @@
 #include "rosetta/train/metrics.h"
 
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +42,8 @@ std::string MetricsLog::format(const MetricRecord& record) {
 }
 
 void MetricsLog::truncate(const std::string& path, int64_t step) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) require_regular_file(path);  // a FIFO would block the read
   std::ifstream in(path);
   if (!in) return;
   std::string line, kept;

@@ -127,8 +127,8 @@ void load_text_data(const TrainConfig& c, const RunPaths& run, bool resuming, co
   const std::vector<data::SentencePair> extra = read_extra(c, valid, d);  // before the slow tokenizer
   if (group.is_root()) {
     if (resuming) {
-      d.src_model = read_file(run.src_model());
-      d.tgt_model = read_file(run.tgt_model());
+      d.src_model = read_regular_file(run.src_model());
+      d.tgt_model = read_regular_file(run.tgt_model());
     } else {
       train_tokenizers(c, train, d);
     }

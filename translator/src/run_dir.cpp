@@ -112,7 +112,7 @@ Progress load_checkpoint(const std::string& path, const RunPaths& run, const Tra
   std::string bytes, unreadable;
   if (group.is_root()) {
     try {
-      bytes = read_file(path);
+      bytes = read_regular_file(path);
     } catch (const Error& e) {
       unreadable = e.what();
     }

@@ -1,11 +1,8 @@
 #include "rosetta/translator/translator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
-#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -169,8 +166,8 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   if (task->second == "copy") {
     t.codec = Codec::symbols(metadata_int(t.metadata, "run.copy_symbols", path));
   } else {
-    src_bytes = read_file(run.src_model());
-    tgt_bytes = read_file(run.tgt_model());
+    src_bytes = read_regular_file(run.src_model());
+    tgt_bytes = read_regular_file(run.tgt_model());
     t.codec = Codec::sentencepiece(data::Tokenizer::from_serialized(src_bytes, run.src_model()),
                                    data::Tokenizer::from_serialized(tgt_bytes, run.tgt_model()));
   }
@@ -191,84 +188,6 @@ Translator Translator::load(const std::string& dir, const std::string& which) {
   load_model_weights(*t.model, st, path);
   t.model->eval();
   return t;
-}
-
-std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
-                                                         const Codec& codec,
-                                                         const std::vector<std::string>& lines,
-                                                         const nn::SearchOptions& options,
-                                                         int64_t batch_tokens, int64_t* truncated,
-                                                         const BatchCheck& check_batch) {
-  const int64_t limit = model.options().max_len();
-  std::vector<std::vector<int32_t>> ids(lines.size());
-  int64_t cut = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    try {
-      ids[i] = codec.encode_source(lines[i]);
-    } catch (const Error& e) {
-      ROSETTA_FAIL("line ", i + 1, ": ", e.what());
-    }
-    if (int64_t(ids[i].size()) > limit) {
-      ids[i].resize(size_t(limit));
-      ++cut;
-    }
-  }
-  if (truncated) *truncated = cut;
-  // Longest first, so batches hold similar lengths and padding stays small. Empty lines are
-  // not translated: they give an empty hypothesis (an empty output line).
-  std::vector<size_t> order;
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (!ids[i].empty()) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
-  std::vector<std::vector<nn::Hypothesis>> out(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (ids[i].empty()) out[i] = {nn::Hypothesis{}};
-  // Batches of rows [begin, end) of `order`, their sources padded to `len`.
-  struct Span {
-    size_t begin, end;
-    int64_t len;
-  };
-  std::vector<Span> batches;
-  for (size_t at = 0; at < order.size(); at = batches.back().end) {
-    const int64_t S = std::max<int64_t>(int64_t(ids[order[at]].size()), 1);
-    const size_t B = size_t(std::clamp<int64_t>(batch_tokens / S, 1, kMaxBatchRows));
-    batches.push_back({at, std::min(order.size(), at + B), S});
-  }
-  // One batch per thread at once: a decoding step's operations are small, and sharing each out
-  // costs a barrier (a wake-up of the other threads) for little work; measured on 2 threads,
-  // they made a translation only 1.1-1.2x faster than 1 thread.
-  const int decoders = int(std::min<size_t>(size_t(std::max(get_num_threads(), 1)), batches.size()));
-  if (check_batch)
-    for (const Span& b : batches) check_batch(int64_t(b.end - b.begin), b.len, decoders);
-  auto decode = [&](const Span& b) {
-    std::vector<int32_t> flat((b.end - b.begin) * size_t(b.len), model.options().pad_id());
-    for (size_t r = b.begin; r < b.end; ++r)
-      std::copy(ids[order[r]].begin(), ids[order[r]].end(), flat.begin() + (r - b.begin) * b.len);
-    const auto hyps = nn::search(model, Tensor::from_vector(flat, {int64_t(b.end - b.begin), b.len}), options);
-    for (size_t r = b.begin; r < b.end; ++r) out[order[r]] = hyps[r - b.begin];
-  };
-  if (decoders <= 1) {
-    const PackedWeightsScope packed_weights;  // the weights packed once for all batches
-    for (const Span& b : batches) decode(b);
-    return out;
-  }
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-#pragma omp parallel num_threads(decoders)
-  {
-    try {
-      const PackedWeightsScope packed_weights;  // per thread: packed once for its batches
-      for (size_t i; (i = next.fetch_add(1)) < batches.size();) decode(batches[i]);
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-      next = batches.size();  // the other threads stop after their batch
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
-  return out;
 }
 
 Tensor attention_map(const nn::Transformer& model, const std::vector<int32_t>& src,

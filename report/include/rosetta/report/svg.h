@@ -1,10 +1,15 @@
 // SVG documents a person can open in a browser: loss curves and attention heatmaps.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "rosetta/core/tensor.h"
+
+namespace rosetta::translator {
+struct Translator;
+}
 
 namespace rosetta::report {
 
@@ -24,5 +29,11 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
 std::string heatmap_svg(const std::string& title, const Tensor& weights,
                         const std::vector<std::string>& row_labels,
                         const std::vector<std::string>& col_labels);
+
+// heatmap_svg of the cross-attention of `t`'s last decoder layer (mean over heads) while it
+// translates `source` into `best` (target ids, without bos and eos): the target pieces and </s>
+// by the source pieces, the source cut to the model's maximum length (`translate --attention`).
+std::string attention_heatmap_svg(const translator::Translator& t, const std::string& source,
+                                  const std::vector<int32_t>& best);
 
 }  // namespace rosetta::report

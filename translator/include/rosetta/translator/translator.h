@@ -17,6 +17,7 @@
 
 #include "rosetta/core/safetensors.h"
 #include "rosetta/data/corpus.h"
+#include "rosetta/data/line_stream.h"
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
@@ -92,15 +93,50 @@ void verify_tokenizers(const std::map<std::string, std::string>& metadata, const
 // then run on their thread alone); the results do not depend on the number of threads.
 // `check_batch`, when given, sees every batch's size (rows, source length) and how many batches
 // decode at once before any is decoded, and may throw to refuse the job (apps check memory).
+// `batch_done`, when given, is called after each batch with its number of sentences (from the
+// thread that decoded it, one call at a time): for a progress display.
 inline constexpr int64_t kMaxBatchRows = 256;
 using BatchCheck = std::function<void(int64_t rows, int64_t src_len, int decoders)>;
+using BatchDone = std::function<void(int64_t sentences)>;
 std::vector<std::vector<nn::Hypothesis>> translate_lines(const nn::Transformer& model,
                                                          const Codec& codec,
                                                          const std::vector<std::string>& lines,
                                                          const nn::SearchOptions& options,
                                                          int64_t batch_tokens,
                                                          int64_t* truncated = nullptr,
-                                                         const BatchCheck& check_batch = {});
+                                                         const BatchCheck& check_batch = {},
+                                                         const BatchDone& batch_done = {});
+
+// How translate_stream gathers the lines it translates together.
+struct StreamOptions {
+  // true: a chunk ends where the next line has not arrived yet, so that a line typed at a
+  // terminal, or written to a pipe, is translated as soon as it is read. false: chunks are full.
+  ROSETTA_ARG(bool, interactive) = false;
+  // At most this many lines are translated together (sorted by length into batches as
+  // translate_lines sorts them); input of at most this many lines gives translate_lines' batches.
+  ROSETTA_ARG(int64_t, chunk_lines) = 4096;
+};
+
+// What translate_stream calls: `emit` with each line's index (from 0), text and hypotheses, in
+// input order, as soon as its chunk is decoded; check_batch and batch_done as translate_lines.
+struct StreamCallbacks {
+  std::function<void(int64_t index, const std::string& source, const std::vector<nn::Hypothesis>& hyps)> emit;
+  BatchCheck check_batch;
+  BatchDone batch_done;
+};
+
+struct StreamCounts {
+  int64_t lines = 0;      // read and translated
+  int64_t truncated = 0;  // sources cut to the model's maximum length
+};
+
+// Translates the lines of `in` chunk by chunk (StreamOptions) until its end, each chunk as
+// translate_lines translates its lines; the memory held is one chunk's, whatever the input's
+// length. A line the codec rejects throws "<in's name>: line N: ..."; a line `in` cannot read
+// throws as `in` does. The weights are packed once for the whole stream on this thread.
+StreamCounts translate_stream(const nn::Transformer& model, const Codec& codec, data::LineStream& in,
+                              const nn::SearchOptions& options, int64_t batch_tokens, const StreamOptions& stream,
+                              const StreamCallbacks& callbacks);
 
 // The beam `rosetta translate` and `eval` decode with unless told otherwise (chosen on the
 // validation set: docs/results/recipes.md#the-levers-one-by-one-2026-11-23-to-2026-11-29-the-machine-in-each-row),
@@ -146,8 +182,9 @@ struct Translator {
                                                      const nn::SearchOptions& options,
                                                      int64_t batch_tokens,
                                                      int64_t* truncated = nullptr,
-                                                     const BatchCheck& check_batch = {}) const {
-    return translate_lines(*model, codec, lines, options, batch_tokens, truncated, check_batch);
+                                                     const BatchCheck& check_batch = {},
+                                                     const BatchDone& batch_done = {}) const {
+    return translate_lines(*model, codec, lines, options, batch_tokens, truncated, check_batch, batch_done);
   }
 };
 
