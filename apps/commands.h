@@ -15,6 +15,7 @@ void register_plot(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_sweep(CLI::App& app);  // train a grid of configurations, select the best
 void register_average(CLI::App& app);
+void register_export(CLI::App& app);    // a run's model for CTranslate2
 void register_report(CLI::App& app);   // an HTML page about training runs
 
 }  // namespace rosetta::cli

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   rosetta::cli::register_bench(app);
   rosetta::cli::register_sweep(app);
   rosetta::cli::register_average(app);
+  rosetta::cli::register_export(app);
   rosetta::cli::register_report(app);
   rosetta::cli::register_prepare_corpus(app);
   rosetta::cli::register_prepare_messages(app);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decoding against CTranslate2 on one trained translator: converts RUN_DIR (bench/ct2.py), then
+# Decoding against CTranslate2 on one trained translator: exports RUN_DIR (rosetta export), then
 # translates a file of source lines with `rosetta translate` (each --precision given) and
 # CTranslate2 (float32 and int8; ctranslate2-TYPE-N: N batches side by side, each on threads / N
 # threads), alternating rounds, and prints each one's median seconds, sentences/s and how many
@@ -9,9 +9,8 @@
 #
 # rosetta's time is the whole process (start-up, model load, tokenizer); CTranslate2's is
 # measured inside Python from loading the tokenizer to the last line (its interpreter start and
-# import are left out: in its favour). Needs VENV (default ../venv) with PyPI's ctranslate2,
-# safetensors and sentencepiece: python3 -m venv ../venv && ../venv/bin/pip install ctranslate2
-# safetensors sentencepiece numpy.
+# import are left out: in its favour). Needs VENV (default ../venv) with PyPI's ctranslate2 and
+# sentencepiece: python3 -m venv ../venv && ../venv/bin/pip install ctranslate2 sentencepiece.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 RUN_DIR SOURCE_LINES [--rounds N] [--threads N] [--beam N] [--precisions LIST]" >&2; exit 2; }
@@ -31,7 +30,7 @@ py=${VENV:-$root/../venv}/bin/python
 [ -x "$rosetta" ] || { echo "ctranslate2.sh: $rosetta not built" >&2; exit 1; }
 "$py" -c "import ctranslate2, sentencepiece" 2>/dev/null || { echo "ctranslate2.sh: $py lacks ctranslate2/sentencepiece (see the header)" >&2; exit 1; }
 out=$(mktemp -d)
-for q in float32 int8; do "$py" "$root/bench/ct2.py" convert "$run" "$out/ct2-$q" --quantization "$q"; done
+for q in float32 int8; do "$rosetta" export --quantization "$q" "$run" "$out/ct2-$q"; done
 n=$(grep -c '' "$src")
 # CTranslate2 one batch at a time on all threads (intra_threads), and, with 2 threads or more,
 # also one batch per thread side by side (inter_threads), as rosetta decodes.

@@ -322,6 +322,7 @@ TEST_CASE("a FIFO in place of weights, tokenizers or a checkpoint is refused at 
   refused("best.safetensors", "translate --model " + run, "der Hund\n");
   refused("src.model", "translate --model " + run, "der Hund\n");
   refused("tgt.model", "eval --model " + run + " --test " + (work / "toy.tsv"));
+  refused("best.safetensors", "export " + run + " " + (work / "ct2"));
   refused("checkpoint.safetensors", "translate --checkpoint last --model " + run, "der Hund\n");
   refused("checkpoint.safetensors", "train --resume " + run + " --max-steps 4");
   refused("src.model", "train --resume " + run + " --max-steps 4");

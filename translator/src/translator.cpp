@@ -115,6 +115,22 @@ std::vector<std::string> Codec::target_pieces(const std::vector<int32_t>& ids) c
   return out;
 }
 
+namespace {
+std::vector<std::string> vocabulary(const data::Tokenizer& tok, int64_t symbols) {
+  std::vector<std::string> out;
+  if (symbols > 0) {
+    out = {"<pad>", "<unk>", "<s>", "</s>"};
+    for (int64_t s = 0; s < symbols; ++s) out.push_back(std::to_string(s));
+    return out;
+  }
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) out.push_back(tok.id_to_piece(id));
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> Codec::source_vocabulary() const { return vocabulary(src_, symbols_); }
+std::vector<std::string> Codec::target_vocabulary() const { return vocabulary(tgt_, symbols_); }
+
 int64_t Codec::src_vocab() const { return symbols_ ? symbols_ + 4 : src_.vocab_size(); }
 int64_t Codec::tgt_vocab() const { return symbols_ ? symbols_ + 4 : tgt_.vocab_size(); }
 

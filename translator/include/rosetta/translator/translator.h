@@ -65,6 +65,9 @@ class Codec {
   std::vector<std::string> target_pieces(const std::vector<int32_t>& ids) const;
   int64_t src_vocab() const;
   int64_t tgt_vocab() const;
+  // Every piece by id: SentencePiece's, or <pad> <unk> <s> </s> and the symbols 0..N-1.
+  std::vector<std::string> source_vocabulary() const;
+  std::vector<std::string> target_vocabulary() const;
   bool is_symbols() const { return symbols_ > 0; }
 
  private:
