@@ -88,14 +88,14 @@ void SweepRecord::summarize(const std::string& metrics_path) {
   }
 }
 
-std::optional<double> SweepRecord::best_valid(const std::string& select) const {
-  return select == "loss" ? best_valid_loss : select == "chrf" ? best_valid_chrf : best_valid_bleu;
+std::optional<double> SweepRecord::best_valid(BestMetric select) const {
+  return select == BestMetric::loss ? best_valid_loss : select == BestMetric::chrf ? best_valid_chrf : best_valid_bleu;
 }
 
-std::optional<double> SweepRecord::metric(const std::string& select) const {
+std::optional<double> SweepRecord::metric(BestMetric select) const {
   const std::optional<double> v = best_valid(select);
   if (status != "done" || !v) return std::nullopt;
-  return select == "loss" ? -*v : *v;
+  return select == BestMetric::loss ? -*v : *v;
 }
 
 std::string SweepRecord::to_json() const {
@@ -139,14 +139,14 @@ std::string sweep_cell(const std::optional<double>& v, int digits) {
   return v ? rosetta::detail::num(("%." + std::to_string(digits) + "f").c_str(), *v) : "-";
 }
 
-std::string sweep_table(std::vector<SweepRecord>& records, const std::string& select) {
+std::string sweep_table(std::vector<SweepRecord>& records, BestMetric select) {
   std::stable_sort(records.begin(), records.end(), [&](const SweepRecord& a, const SweepRecord& b) {
     const auto x = a.metric(select), y = b.metric(select);
     return x && (!y || *x > *y);
   });
   const bool selected = !records.empty() && records[0].metric(select);
   auto md = [](const std::string& s) { return std::regex_replace(s, std::regex("\\|"), "\\|"); };
-  std::string t = "Sorted by best validation " + select + "; * = selected.\n\n";
+  std::string t = std::string("Sorted by best validation ") + best_metric_name(select) + "; * = selected.\n\n";
   t += "| | name | flags | status | updates | epochs | valid loss | BLEU | chrF | BLEU at best loss | train s "
        "| wall s | load before/after |\n|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const SweepRecord& r : records) {
