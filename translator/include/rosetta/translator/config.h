@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -280,5 +281,13 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
 
 // The flag of a model option: --d-model for d_model; norm_first is --norm (pre|post).
 std::string model_option_flag(const std::string& key);
+
+// The line of each key of a TOML configuration as --dump-config writes it ("table.key" for a key
+// in a [table]), after checking that every line is blank, a comment, a [table] header or
+// `key = value` with one TOML value (a number, true or false, a quoted string, a one-line
+// array), and that no key comes twice in one table; throws "NAME:LINE: ..." otherwise. (CLI11's
+// reader, which gives `rosetta train --config` the values, takes `lr = = 3` as two values and a
+// second `lr` as a second value, and says "At Most 1 required".)
+std::map<std::string, int> config_toml_lines(const std::string& toml, const std::string& name);
 
 }  // namespace rosetta::translator
