@@ -1,37 +1,32 @@
-// rosetta bench: training and decoding throughput on the shapes of
-// bench/torch_reference.py (random token batches of fixed length), one JSON line.
+// rosetta bench's measurements (synthetic.h): training and decoding throughput on the shapes of
+// bench/torch_reference.py (random token batches of fixed length), as JSON lines.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "commands.h"
-#include "decode_args.h"
-#include "log.h"
-#include "layers.h"
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/storage.h"
+#include "rosetta/core/check.h"
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/tensor.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/optim/optim.h"
 #include "rosetta/translator/synthetic.h"
 
-namespace rosetta::cli {
-
-namespace {
-
-struct Preset {
-  int64_t vocab, d, heads, ff, enc, dec, batch, src_len, tgt_len;
-};
+namespace rosetta::translator {
 
 // The PRESETS of torch_reference.py.
-Preset preset(const std::string& name) {
+BenchPreset bench_preset(const std::string& name) {
   if (name == "tiny") return {1000, 64, 4, 256, 2, 2, 32, 16, 16};
   if (name == "small") return {8000, 256, 4, 1024, 3, 3, 64, 32, 32};
   if (name == "base") return {8000, 512, 8, 2048, 6, 6, 32, 32, 32};
   ROSETTA_FAIL("unknown preset '", name, "' (tiny, small, base)");
 }
+
+namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -49,7 +44,7 @@ double median(std::vector<double> v) {
 }
 
 // Forward FLOPs of the model on one batch (multiply-add = 2 FLOPs); training is 3x.
-double forward_flops(const Preset& p) {
+double forward_flops(const BenchPreset& p) {
   const double B = double(p.batch), S = double(p.src_len), T = double(p.tgt_len), d = double(p.d),
                f = double(p.ff), V = double(p.vocab);
   const double Ns = B * S, Nt = B * T;
@@ -60,7 +55,7 @@ double forward_flops(const Preset& p) {
   return double(p.enc) * enc + double(p.dec) * dec + 2 * Nt * d * V;
 }
 
-nn::TransformerOptions model_options(const Preset& p, double dropout) {
+nn::TransformerOptions model_options(const BenchPreset& p, double dropout) {
   return nn::TransformerOptions()
       .src_vocab(p.vocab)
       .tgt_vocab(p.vocab)
@@ -74,14 +69,10 @@ nn::TransformerOptions model_options(const Preset& p, double dropout) {
       .max_len(512);
 }
 
-struct BenchArgs {
-  std::string preset = "small";
-  int threads = 2, steps = 20, warmup = 3, replicas = 0;  // 0: ThreadReplicas::plan picks
-  bool decode = false, profile_allocs = false;
-  std::string precision = "auto";
-};
+}  // namespace
 
-void bench_train(const BenchArgs& a, const Preset& p) {
+std::string bench_training(const BenchOptions& a) {
+  const BenchPreset p = bench_preset(a.preset);
   optim::AdamOptions ao;
   ao.lr = 1e-4;
   ao.beta1 = 0.9;
@@ -90,7 +81,7 @@ void bench_train(const BenchArgs& a, const Preset& p) {
   // The batch in one shard per replica (the whole batch when there is one): the training
   // step of rosetta train (train::Trainer), without clipping.
   translator::SyntheticTraining training(model_options(p, 0.1), ao, {p.batch, p.src_len, p.tgt_len}, a.replicas);
-  const ThreadPlan plan = training.plan();
+  const train::ThreadPlan plan = training.plan();
 
   std::vector<double> times;
   double loss_value = 0;
@@ -129,12 +120,12 @@ void bench_train(const BenchArgs& a, const Preset& p) {
                    {"replicas", plan.replicas},
                    {"replica_threads", plan.inner_threads},
                    {"steady_state_system_allocs", end.system_allocs - steady.system_allocs}};
-  std::cout << j.dump() << std::endl;
+  return j.dump();
 }
 
-// Greedy (and beam-4) decoding of one batch to tgt_len tokens without stopping at eos, the
-// work torch_reference.py --decode does (which re-runs the decoder on the whole prefix).
-void bench_decode(const BenchArgs& a, const Preset& p) {
+std::vector<std::string> bench_decoding(const BenchOptions& a) {
+  const BenchPreset p = bench_preset(a.preset);
+  std::vector<std::string> lines;
   Generator g(0);
   nn::Transformer model(model_options(p, 0.1), g);
   model.eval();
@@ -163,37 +154,9 @@ void bench_decode(const BenchArgs& a, const Preset& p) {
                      {"isa", cpu_isa_name()},
                      {"blas_core", blas_core_name()},
                      {"kernels", kernels_summary()}};
-    std::cout << j.dump() << std::endl;
+    lines.push_back(j.dump());
   }
+  return lines;
 }
 
-}  // namespace
-
-void register_bench(CLI::App& app) {
-  auto a = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "training or decoding throughput on fixed benchmark shapes");
-  cmd->add_option("--preset", a->preset, "tiny, small or base (as torch_reference.py)")
-      ->check(CLI::IsMember({"tiny", "small", "base"}));
-  cmd->add_option("--threads", a->threads, "threads")->check(CLI::Range(1, 1024));
-  cmd->add_option("--steps", a->steps, "timed steps (median reported)")->check(CLI::Range(1, 1000000));
-  cmd->add_option("--warmup", a->warmup, "untimed warm-up steps")->check(CLI::Range(0, 1000000));
-  cmd->add_option("--replicas", a->replicas,
-                  "model replicas, one per thread, each training on a shard of the batch "
-                  "(0, the default: one per thread for models whose GEMMs are too small for "
-                  "BLAS's threads, else 1)")
-      ->check(CLI::Range(0, 4096));
-  cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
-  cmd->add_option("--precision", a->precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
-      ->capture_default_str();
-  cmd->callback([a] {
-    ROSETTA_CHECK(a->decode || a->precision != "int8",
-                  "--precision int8 is for decoding (bench --decode, translate, eval); training runs fp32 or bf16");
-    set_num_threads(a->threads);
-    apply_precision(a->precision, /*say_auto=*/true);
-    const Preset p = preset(a->preset);
-    if (a->decode) bench_decode(*a, p);
-    else bench_train(*a, p);
-  });
-}
-
-}  // namespace rosetta::cli
+}  // namespace rosetta::translator
