@@ -1,25 +1,25 @@
-// rosetta plot: training and validation curves of a run as an SVG.
+// `rosetta plot`'s chart (report.h: loss_chart): a run's loss curves (and BLEU) as an SVG.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 
-#include "commands.h"
-#include "log.h"
+#include "rosetta/core/check.h"
+#include "rosetta/data/corpus.h"
+#include "rosetta/report/report.h"
 #include "rosetta/report/svg.h"
-#include "text_io.h"
-#include "layers.h"
+#include "rosetta/translator/translator.h"
 
-namespace rosetta::cli {
+namespace rosetta::report {
 
 namespace {
 double value(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
+}  // namespace
 
-void run_plot(const std::string& dir, const std::string& out) {
-  check_output_path(out, "--out");
-  const RunPaths run(dir);
-  const auto lines = read_lines(run.metrics());
+LossChart loss_chart(const std::string& dir, const std::function<void(const std::string&)>& warn) {
+  const translator::RunPaths run(dir);
+  const auto lines = data::read_lines(run.metrics());
   Series train{"train loss", "#1f77b4", {}}, valid{"valid loss", "#d62728", {}}, bleu{"valid BLEU", "#2ca02c", {}};
   size_t n = 0;
   for (const auto& line : lines) {
@@ -27,7 +27,7 @@ void run_plot(const std::string& dir, const std::string& out) {
     if (line.empty()) continue;
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {  // as `report` reads it: e.g. the last line of a killed run
-      spdlog::warn("{}:{}: skipped: not a JSON object (a truncated or malformed line)", run.metrics(), n);
+      if (warn) warn(run.metrics() + ":" + std::to_string(n) + ": skipped: not a JSON object (a truncated or malformed line)");
       continue;
     }
     const std::string kind = j.value("kind", "");
@@ -43,18 +43,8 @@ void run_plot(const std::string& dir, const std::string& out) {
   bool any_bleu = false;
   for (auto [x, y] : bleu.points) any_bleu = any_bleu || std::isfinite(y);
   if (any_bleu) right.push_back(bleu);
-  write_text(out, line_chart_svg("rosetta run " + dir, "update step", "loss (nats per token)", {train, valid},
-                                 "BLEU", right));
-  spdlog::info("wrote {} ({} training and {} validation points)", out, train.points.size(), valid.points.size());
-}
-}  // namespace
-
-void register_plot(CLI::App& app) {
-  auto dir = std::make_shared<std::string>(), out = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("plot", "plot a run's loss curves (and BLEU) as SVG");
-  cmd->add_option("--run", *dir, "run directory")->required();
-  cmd->add_option("--out", *out, "SVG file to write")->required();
-  cmd->callback([dir, out] { run_plot(*dir, *out); });
+  return {line_chart_svg("rosetta run " + dir, "update step", "loss (nats per token)", {train, valid}, "BLEU", right),
+          train.points.size(), valid.points.size()};
 }
 
-}  // namespace rosetta::cli
+}  // namespace rosetta::report

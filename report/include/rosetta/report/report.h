@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ std::string report_html(const std::vector<std::string>& runs, const ReportOption
 // report_html written to `out` atomically.
 void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options = {},
                   std::vector<std::string>* warnings = nullptr);
+
+// `rosetta plot`'s chart of a run: the training and validation loss by update step and, on a
+// right axis where any was measured, the validation BLEU, as an SVG. `warn` (if given) gets a line
+// for each line of metrics.jsonl skipped as it is read (not a JSON object: e.g. the last line of
+// a killed run). Throws naming metrics.jsonl when it cannot be read or holds no training records.
+struct LossChart {
+  std::string svg;
+  size_t train_points = 0, valid_points = 0;
+};
+LossChart loss_chart(const std::string& run_dir, const std::function<void(const std::string&)>& warn = {});
 
 // The page's style sheet and script (report_assets.cpp).
 const char* report_css();
