@@ -1,5 +1,5 @@
 // rosetta translate as a stream: a line written to its standard input comes back translated
-// before the next is written (--stream), file input gives the same translations in the same
+// before the next is written (--stream, the default on a terminal), file input gives the same translations in the same
 // order as the library's whole-input translate_lines, progress shows only on a terminal, and a
 // weights, tokenizer or checkpoint file that is a FIFO is refused at once instead of waited on.
 // Every wait here has a deadline: a translator that waits for more input fails, never hangs.
@@ -60,12 +60,14 @@ Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// `rosetta ARGS` with its standard input and output on pipes held here; stderr to a file.
+// `rosetta ARGS` with its standard input and output on pipes held here (or its standard input
+// a terminal, a pty, with `terminal`); stderr to a file.
 class Piped {
  public:
-  Piped(const std::vector<std::string>& args, const std::string& stderr_path) {
+  Piped(const std::vector<std::string>& args, const std::string& stderr_path, bool terminal = false)
+      : terminal_(terminal) {
     int in[2], out[2];
-    REQUIRE(::pipe(in) == 0);
+    REQUIRE((terminal ? openpty(&in[1], &in[0], nullptr, nullptr, nullptr) : ::pipe(in)) == 0);
     REQUIRE(::pipe(out) == 0);
     pid_ = fork();
     REQUIRE(pid_ >= 0);
@@ -90,7 +92,7 @@ class Piped {
   }
   Piped(const Piped&) = delete;
   ~Piped() {
-    close_input();
+    if (to_ >= 0) ::close(to_);
     ::close(from_);
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
@@ -101,7 +103,13 @@ class Piped {
     const std::string s = line + "\n";
     REQUIRE(::write(to_, s.data(), s.size()) == ssize_t(s.size()));
   }
+  // The end of its input: the pipe closed, or on a terminal ^D at the start of a line.
   void close_input() {
+    if (terminal_ && to_ >= 0 && !eot_sent_) {
+      REQUIRE(::write(to_, "\x04", 1) == 1);
+      eot_sent_ = true;
+      return;
+    }
     if (to_ >= 0) ::close(to_);
     to_ = -1;
   }
@@ -157,7 +165,7 @@ class Piped {
   pid_t pid_ = -1;
   int to_ = -1, from_ = -1;
   std::string buffer_;
-  bool eof_ = false;
+  bool eof_ = false, terminal_ = false, eot_sent_ = false;
 };
 
 // Writing to a translator that died would otherwise kill the test with SIGPIPE.
@@ -234,6 +242,26 @@ TEST_CASE("translate --stream writes each line's translation before the next lin
   }
   // The end of its input ends it cleanly.
   p.close_input();
+  CHECK(p.ended(20));
+  CHECK(p.exit_code(20) == 0);
+  CHECK(slurp(work / "stderr.txt").empty());
+}
+
+TEST_CASE("translate streams by default when its standard input is a terminal", "[stream]") {
+  const IgnoreSigpipe no_sigpipe;
+  TempDir work("stream_tty");
+  const std::string run = train_copy(work);
+  const std::vector<std::string> lines{"3 1 4 1 5", "0 7 2 6"};
+  const std::vector<std::string> expected = library_translations(run, lines);
+  Piped p({"translate", "--beam", "1", "--precision", "fp32", "--model", run}, work / "stderr.txt", true);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    INFO("line " << i + 1 << "; stderr: " << slurp(work / "stderr.txt"));
+    p.write_line(lines[i]);
+    const std::optional<std::string> got = p.read_line(i == 0 ? 60 : 20);
+    REQUIRE(got.has_value());
+    CHECK(*got == expected[i]);
+  }
+  p.close_input();  // ^D
   CHECK(p.ended(20));
   CHECK(p.exit_code(20) == 0);
   CHECK(slurp(work / "stderr.txt").empty());
