@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "backward.h"
-#include "gemm_bf16.h"
-#include "gemm_common.h"
+#include "kernels/bf16.h"
+#include "kernels/common.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
 

@@ -13,9 +13,9 @@
 #include <cstring>
 #include <vector>
 
-#include "gemm_bf16.h"
-#include "gemm_f32_packed.h"
-#include "gemm_int8.h"
+#include "kernels/bf16.h"
+#include "kernels/f32.h"
+#include "kernels/int8.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/tensor.h"
 #include "start_env.h"

@@ -9,7 +9,7 @@
 
 #include "backward.h"
 #include "cross_entropy_args.h"
-#include "gemm_bf16.h"
+#include "kernels/bf16.h"
 #include "rosetta/core/ops.h"
 #include "vecmath.h"
 

@@ -26,9 +26,9 @@
 // Everything that uses AVX-512 or AMX instructions carries a target attribute below, so the file
 // compiles whatever -march is, and runs only where gemm_bf16_available() / gemm_bf16_amx()
 // (cpuid, and the OS's grant of the tile state) say so.
-#include "gemm_bf16.h"
+#include "bf16.h"
 
-#include "gemm_common.h"
+#include "common.h"
 
 #include <omp.h>
 

@@ -20,9 +20,9 @@
 // As gemm_bf16.cpp: the vector code carries target attributes, so the file compiles whatever
 // -march is and runs only where gemm_f32_packed_available() (cpuid) says so. ROSETTA_PACKED_F32=avx2
 // in the environment makes an AVX-512 CPU run the AVX2 kernel (its tests, on CI machines).
-#include "gemm_f32_packed.h"
+#include "f32.h"
 
-#include "gemm_common.h"
+#include "common.h"
 
 #include <omp.h>
 

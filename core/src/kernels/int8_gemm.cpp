@@ -17,9 +17,9 @@
 //
 // As gemm_bf16.cpp: the AVX-512 code carries a target attribute, so the file compiles whatever
 // -march is and runs only where gemm_int8_available() (cpuid) says so.
-#include "gemm_int8.h"
+#include "int8.h"
 
-#include "gemm_common.h"
+#include "common.h"
 
 #include <omp.h>
 
