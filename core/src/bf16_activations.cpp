@@ -32,14 +32,12 @@ void check_bias(const Tensor& bias, const Tensor& w, const char* op) {
 // where there is one.
 void linear_gemm(detail::Bf16Gemm g, const Tensor& w, const Tensor& bias, const char* op) {
   check_bias(bias, w, op);
-  g.trans_b = true;
   g.N = w.shape()[0];
   g.K = w.shape()[1];
   const float* pw = w.data<float>();
-  g.packed = detail::shared_packing(pw, g.K, g.K, g.N, true);
-  g.b = g.packed ? nullptr : pw;
-  g.ldb = g.K;
-  g.bias = bias.defined() ? bias.data<float>() : nullptr;
+  g.b_packed = detail::shared_packing(pw, g.K, g.K, g.N, true);
+  g.b = {.trans = true, .f32 = g.b_packed ? nullptr : pw, .ld = g.K};
+  g.out.bias = bias.defined() ? bias.data<float>() : nullptr;
   detail::gemm_bf16(g, detail::bf16_threads(g.M, g.N, g.K));
 }
 
@@ -47,8 +45,10 @@ void linear_gemm(detail::Bf16Gemm g, const Tensor& w, const Tensor& bias, const 
 Tensor linear_product(int64_t M, const float* a, const uint16_t* a16, int64_t lda, const Tensor& w,
                       const Tensor& bias, Bf16Matrix* rounded) {
   Tensor y = Tensor::empty({M, w.shape()[0]});
-  linear_gemm({.M = M, .a = a, .a16 = a16, .lda = lda, .c = y.data<float>(), .ldc = w.shape()[0],
-               .rounded = rounded ? rounded->data() : nullptr, .ld_rounded = rounded ? rounded->ld() : 0},
+  linear_gemm({.M = M,
+               .a = {.f32 = a, .bf16 = a16, .ld = lda},
+               .a_out = {.rounded = rounded ? rounded->data() : nullptr, .ld_rounded = rounded ? rounded->ld() : 0},
+               .out = {.c = y.data<float>(), .ldc = w.shape()[0]}},
               w, bias, "linear_bf16");
   return y;
 }
@@ -114,8 +114,10 @@ Bf16Matrix linear_relu_dropout_bf16(const Tensor& x, const Tensor& w, const Tens
   const detail::ReluDropout16 rd = relu_dropout16(p, seed, offset, out);
   const Tensor a = unit_columns(x);
   x16 = Bf16Matrix::empty(M, w.shape()[1]);
-  linear_gemm({.M = M, .a = a.data<float>(), .lda = a.strides()[0], .rounded = x16.data(), .ld_rounded = x16.ld(),
-               .relu_dropout = &rd},
+  linear_gemm({.M = M,
+               .a = {.f32 = a.data<float>(), .ld = a.strides()[0]},
+               .a_out = {.rounded = x16.data(), .ld_rounded = x16.ld()},
+               .out = {.relu_dropout = &rd}},
               w, bias, "linear_relu_dropout_bf16");
   return out;
 }
@@ -163,9 +165,13 @@ void linear_param_grads(const Tensor& dy_in, const Bf16Matrix& x, const GradOut&
   const Tensor dy = unit_columns(dy_in);
   // The bias gradient is summed as dy is packed for the weight gradient, as the fp32 input's is.
   const Tensor sums = !dbias.out.defined() ? Tensor() : dbias.beta == 0 ? dbias.out : Tensor::empty({M});
-  detail::gemm_bf16({.trans_a = true, .M = M, .N = N, .K = K, .beta = float(dw.beta), .a = dy.data<float>(),
-                     .lda = dy.strides()[0], .b16 = x.data(), .ldb = x.ld(), .c = dw.out.data<float>(),
-                     .ldc = dw.out.strides()[0], .a_sums = sums.defined() ? sums.data<float>() : nullptr},
+  detail::gemm_bf16({.M = M,
+                     .N = N,
+                     .K = K,
+                     .a = {.trans = true, .f32 = dy.data<float>(), .ld = dy.strides()[0]},
+                     .b = {.bf16 = x.data(), .ld = x.ld()},
+                     .a_out = {.row_sums = sums.defined() ? sums.data<float>() : nullptr},
+                     .out = {.c = dw.out.data<float>(), .ldc = dw.out.strides()[0], .beta = float(dw.beta)}},
                     detail::bf16_threads(M, N, K));
   dw.out.bump_version();
   if (!dbias.out.defined()) return;
@@ -188,9 +194,13 @@ void relu_linear_input_grad(const Tensor& dy_in, const Tensor& w, const Bf16Matr
   const Tensor dy = unit_columns(dy_in);
   const float* pw = w.data<float>();
   const detail::PackedB* packed = detail::shared_packing(pw, N, K, N, false);
-  detail::gemm_bf16({.M = M, .N = N, .K = K, .alpha = float(scale), .a = dy.data<float>(), .lda = dy.strides()[0],
-                     .b = packed ? nullptr : pw, .ldb = N, .packed = packed, .c = dx.out.data<float>(), .ldc = N,
-                     .gate16 = y.data(), .ldg = y.ld()},
+  detail::gemm_bf16({.M = M,
+                     .N = N,
+                     .K = K,
+                     .a = {.f32 = dy.data<float>(), .ld = dy.strides()[0]},
+                     .b = {.f32 = packed ? nullptr : pw, .ld = N},
+                     .b_packed = packed,
+                     .out = {.c = dx.out.data<float>(), .ldc = N, .alpha = float(scale), .gate16 = y.data(), .ldg = y.ld()}},
                     detail::bf16_threads(M, N, K));
   dx.out.bump_version();
 }

@@ -89,8 +89,13 @@ LinearCrossEntropyResult linear_cross_entropy_forward(const Tensor& x, const Ten
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t r0 = blk * kLossRows, rows = std::min(kLossRows, N - r0);
     float* L = logits.data<float>() + int64_t(omp_get_thread_num()) * kLossRows * V;
-    detail::gemm_bf16({.M = rows, .N = V, .K = K, .a = px + r0 * K, .lda = K, .packed = packed, .c = L, .ldc = V,
-                       .bias = pb, .rounded = pin + r0 * ldin, .ld_rounded = ldin},
+    detail::gemm_bf16({.M = rows,
+                       .N = V,
+                       .K = K,
+                       .a = {.f32 = px + r0 * K, .ld = K},
+                       .b_packed = packed,
+                       .a_out = {.rounded = pin + r0 * ldin, .ld_rounded = ldin},
+                       .out = {.c = L, .ldc = V, .bias = pb}},
                       1);
     double total = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -144,14 +149,23 @@ void linear_cross_entropy_backward(const LinearCrossEntropyResult& r, const Tens
   // dx = s grad @ w: w as op(B) of V x K, rows K apart (the replicas' shared packing of dy @ w).
   product(dx, {N, K}, [&](float* c, float beta) {
     const detail::PackedB* packed = detail::shared_packing(w.data<float>(), K, V, K, false);
-    detail::gemm_bf16({.M = N, .N = K, .K = V, .alpha = s, .beta = beta, .a16 = pg, .lda = ldg,
-                       .b = packed ? nullptr : w.data<float>(), .ldb = K, .packed = packed, .c = c, .ldc = K},
+    detail::gemm_bf16({.M = N,
+                       .N = K,
+                       .K = V,
+                       .a = {.bf16 = pg, .ld = ldg},
+                       .b = {.f32 = packed ? nullptr : w.data<float>(), .ld = K},
+                       .b_packed = packed,
+                       .out = {.c = c, .ldc = K, .alpha = s, .beta = beta}},
                       detail::bf16_threads(N, K, V));
   });
   // dw = s grad^T @ x: grad's columns are op(A)'s rows, x as the forward rounded it.
   product(dw, {V, K}, [&](float* c, float beta) {
-    detail::gemm_bf16({.trans_a = true, .M = V, .N = K, .K = N, .alpha = s, .beta = beta, .a16 = pg, .lda = ldg,
-                       .b16 = px, .ldb = ldx, .c = c, .ldc = K},
+    detail::gemm_bf16({.M = V,
+                       .N = K,
+                       .K = N,
+                       .a = {.trans = true, .bf16 = pg, .ld = ldg},
+                       .b = {.bf16 = px, .ld = ldx},
+                       .out = {.c = c, .ldc = K, .alpha = s, .beta = beta}},
                       detail::bf16_threads(V, K, N));
   });
   if (dbias.out.defined()) {

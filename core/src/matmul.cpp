@@ -421,8 +421,10 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
       const float* bias_data = has_bias ? bias.data<float>() : nullptr;
       const int threads = bf16_threads(M, N, K);
       if (PackedWeightsScope::Cache* cache = t_packed_weights) {
-        const detail::PackedB& packed =
-            PackedWeightsScope::Cache::find_or_pack(cache->packed, b, K, N, lb, detail::pack_b_bf16);
+        const detail::PackedB& packed = PackedWeightsScope::Cache::find_or_pack(
+            cache->packed, b, K, N, lb, [](bool t, int64_t k, int64_t n, const float* w, int64_t ld, detail::PackedB& out) {
+              detail::pack_b_bf16(t, k, n, w, ld, out);
+            });
         detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, packed, 0.0f,
                                  out.data<float>(), lc.ld, threads, bias_data);
       } else {

@@ -1,4 +1,4 @@
-// What rosetta's own GEMMs (gemm_bf16.cpp, gemm_int8.cpp, gemm_f32_packed.cpp) share: rounding,
+// What rosetta's own GEMMs (the fp32, bf16 and int8 drivers and micro-kernels here) share: rounding,
 // per-thread scratch, the AVX-512 lane mask of a short row, and the split of C over threads.
 #pragma once
 

@@ -1,0 +1,86 @@
+// The choice of micro-kernels (dispatch.h): each precision's list, best first, and the
+// environment's say.
+#include "dispatch.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "bf16_kernel.h"
+#include "f32_kernel.h"
+#include "int8_kernel.h"
+#include "rosetta/core/cpu.h"
+
+namespace rosetta::detail {
+
+namespace {
+
+// The lists, best first. A kernel of another ISA is one file of this folder and one entry here.
+const F32Kernel* const kF32Kernels[] = {&f32_avx512, &f32_avx2};
+const Int8Kernel* const kInt8Kernels[] = {&int8_avx512_vnni};
+// bf16: AMX tiles where the CPU has them and grants them, else AVX512_BF16; the model of the
+// tiles only where ROSETTA_AMX=model asks for it (every bf16 path packs and stores with AVX512_BF16).
+const Bf16Kernel* const kBf16Kernels[] = {&bf16_amx, &bf16_avx512};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+template <class K, size_t N>
+std::vector<const K*> runnable(const K* const (&list)[N]) {
+  std::vector<const K*> here;
+  for (const K* k : list)
+    if (k->runs_on(cpu_features())) here.push_back(k);
+  return here;
+}
+
+}  // namespace
+
+const F32Kernel* f32_kernel() {
+  static const F32Kernel* const chosen = [] {
+    const bool avx2 = env("ROSETTA_PACKED_F32") == "avx2";
+    for (const F32Kernel* k : kF32Kernels)
+      if ((!avx2 || k == &f32_avx2) && k->runs_on(cpu_features())) return k;
+    return static_cast<const F32Kernel*>(nullptr);
+  }();
+  return chosen;
+}
+
+const Bf16Kernel* bf16_kernel() {
+  static const Bf16Kernel* const chosen = []() -> const Bf16Kernel* {
+    if (!bf16_avx512.runs_on(cpu_features())) return nullptr;
+    const std::string amx = env("ROSETTA_AMX");
+    if (amx == "model") return &bf16_amx_model;
+    for (const Bf16Kernel* k : kBf16Kernels)
+      if ((k != &bf16_amx || (amx != "0" && amx != "off")) && k->runs_on(cpu_features())) return k;
+    return nullptr;
+  }();
+  return chosen;
+}
+
+const Int8Kernel* int8_kernel() {
+  static const Int8Kernel* const chosen = [] {
+    const std::vector<const Int8Kernel*> here = runnable(kInt8Kernels);
+    return here.empty() ? nullptr : here.front();
+  }();
+  return chosen;
+}
+
+std::vector<const F32Kernel*> f32_kernels_here() { return runnable(kF32Kernels); }
+
+std::vector<const Bf16Kernel*> bf16_kernels_here() {
+  std::vector<const Bf16Kernel*> here = runnable(kBf16Kernels);
+  if (bf16_amx_model.runs_on(cpu_features())) here.push_back(&bf16_amx_model);
+  return here;
+}
+
+std::vector<const Int8Kernel*> int8_kernels_here() { return runnable(kInt8Kernels); }
+
+bool gemm_f32_packed_available() { return f32_kernel() != nullptr; }
+const char* gemm_f32_packed_isa() { return f32_kernel() ? f32_kernel()->name : ""; }
+bool gemm_bf16_available() { return bf16_kernel() != nullptr; }
+bool gemm_bf16_amx() { return bf16_kernel() && bf16_kernel()->amx; }
+bool gemm_bf16_amx_modelled() { return bf16_kernel() && bf16_kernel()->modelled; }
+bool gemm_int8_available() { return int8_kernel() != nullptr; }
+
+}  // namespace rosetta::detail

@@ -1,0 +1,50 @@
+// Which micro-kernels rosetta's own GEMMs run on this CPU (see README.md beside this file).
+//
+// Each precision has a list of kernels, best first, each one file of this folder that names the
+// instructions it needs. The first whose instructions the CPU has (cpuid, and the OS's grant of
+// the registers or the AMX tiles) runs, chosen once per process at its first use, unless the
+// environment then says otherwise:
+//   ROSETTA_PACKED_F32=avx2  fp32: the AVX2 kernel, also on a CPU with AVX-512
+//   ROSETTA_AMX=0 or off     bf16: the AVX512_BF16 kernel, also on a CPU with AMX
+//   ROSETTA_AMX=model        bf16: the AMX path with its tile products modelled in plain code, on
+//                            any CPU with AVX512_BF16 (slow; how the tests reach it without AMX)
+// The tests also name kernels directly: every kernel this CPU can run is held to the plain
+// reference GEMMs (reference.h) in one process, whatever the environment chose.
+#pragma once
+
+#include <vector>
+
+namespace rosetta {
+struct CpuFeatures;
+}
+
+namespace rosetta::detail {
+
+struct F32Kernel;   // f32_kernel.h: products by fp32 weights packed once (decoding)
+struct Bf16Kernel;  // bf16_kernel.h: bf16 products with fp32 sums (training, and decoding in bf16)
+struct Int8Kernel;  // int8_kernel.h: products by int8 weights, sums exact in int32 (decoding)
+
+// The kernel this process runs for each precision; null where the CPU has none.
+const F32Kernel* f32_kernel();
+const Bf16Kernel* bf16_kernel();
+const Int8Kernel* int8_kernel();
+
+// Every kernel of the lists this CPU can run (the AMX model included where AVX512_BF16 is), best
+// first, whatever the environment chose: what the tests hold to the reference.
+std::vector<const F32Kernel*> f32_kernels_here();
+std::vector<const Bf16Kernel*> bf16_kernels_here();
+std::vector<const Int8Kernel*> int8_kernels_here();
+
+// The names by which the rest of core asks (cpu.cpp, matmul.cpp).
+bool gemm_f32_packed_available();  // f32_kernel() is not null: AVX-512 F, or AVX2 and FMA
+// f32_kernel()'s ISA, "AVX-512" or "AVX2", or "" where none runs.
+const char* gemm_f32_packed_isa();
+bool gemm_bf16_available();  // AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM registers
+// The bf16 products run on AMX tiles: gemm_bf16_available(), AMX-TILE and AMX-BF16, the OS grants
+// this process the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and
+// ROSETTA_AMX is not "0" or "off"; or ROSETTA_AMX=model, the tiles modelled in plain code.
+bool gemm_bf16_amx();
+bool gemm_bf16_amx_modelled();
+bool gemm_int8_available();  // AVX512_VNNI (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM registers
+
+}  // namespace rosetta::detail

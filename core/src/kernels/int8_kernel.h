@@ -1,0 +1,56 @@
+// What the int8 driver (int8_gemm.cpp) and its micro-kernels (int8_<isa>.cpp) share.
+//
+// The scheme (as CTranslate2's): weights quantized once per output column, activations per row
+// as each product runs, products summed exactly in int32. A row of A, quantized to q_a in
+// [-127, 127] by its own scale, goes in as the unsigned q_a + 128 (the u8 x s8 dot products of
+// VPDPBUSD and VPMADDUBSW take one operand unsigned); the extra 128 * sum_k q_b[k][j] is known
+// from the weights alone (PackedBInt8::comp) and taken off as the result is scaled back:
+//   C[i][j] = (acc[i][j] - comp[j]) * (scale_a[i] * scale_b[j]) (+ bias[j]).
+// B is packed as slivers of kInt8Cols columns, word [p][j] = (q[4p][j], .., q[4p+3][j]); A's
+// quantized rows stay row-major, K rounded up to 4 with zeros (128 shifted), and rows rounded up
+// to the kernel's MR with rows of 128.
+#pragma once
+
+#include <cstdint>
+
+#include "int8.h"
+
+namespace rosetta {
+struct CpuFeatures;
+}
+
+namespace rosetta::detail {
+
+constexpr int kInt8Cols = 32;  // columns of a packed sliver
+
+// One product as the kernels see it: A quantized (rows kp bytes apart, padded to a multiple of
+// the kernel's MR rows) with its rows' scales, and the packed weights.
+struct Int8Problem {
+  int64_t M, kp;
+  const uint8_t* a;
+  const float* sa;
+  const PackedBInt8* b;
+  float* c;
+  int64_t ldc;
+  const float* bias;
+};
+
+// One ISA's kernel: what it is called, what it needs, how it quantizes A, and its loops over a
+// part of C.
+struct Int8Kernel {
+  const char* name;  // the instructions, as the tests name the kernel
+  int mr;            // rows of its micro-tile: A is padded to, and C split among threads in, whole tiles
+  bool (*runs_on)(const CpuFeatures& cpu);
+  // Rows [0, M) of A as unsigned bytes (q + 128) in rows of kp bytes (zeros past K, 128
+  // shifted), rows [M, Mp) all 128, and each row's scale (0 for rows past M, and for a row
+  // whose max |a| is 0 or not finite): q = round-to-nearest-even(a * (127 / max |a|)),
+  // scale = max |a| / 127, both in fp32.
+  void (*quantize_rows)(int64_t M, int64_t Mp, int64_t K, int64_t kp, const float* a, int64_t lda, uint8_t* out,
+                        float* scale);
+  // C[m0:m1, n0:n1] on the calling thread (m0 and n0 multiples of mr and kInt8Cols).
+  void (*compute)(const Int8Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+};
+
+extern const Int8Kernel int8_avx512_vnni;  // int8_avx512_vnni.cpp
+
+}  // namespace rosetta::detail
