@@ -5,6 +5,7 @@
 #
 # `cmake --install build --prefix PREFIX` installs:
 #   PREFIX/include/rosetta/<layer>/*.h, rosetta/rosetta.h (umbrella), rosetta/version.h
+#     (not <layer>/internal/: headers internal to rosetta)
 #   PREFIX/lib/librosetta_<layer>.so*                    (rpath: $ORIGIN, OpenMP OpenBLAS dir)
 #   PREFIX/bin/rosetta                                   (when the CLI is built)
 #   PREFIX/lib/cmake/rosetta/rosettaConfig.cmake, rosettaConfigVersion.cmake,
@@ -39,9 +40,11 @@ foreach(layer ${ROSETTA_LAYERS})
 endforeach()
 
 # ---------------------------------------------------------------- files
+# A layer's internal/ headers (core's fused ops of training: rosetta/core/internal/) serve the
+# layers above it in this build only, and are not installed (scripts/test-installed-headers.sh).
 foreach(layer ${ROSETTA_LAYERS})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/include/rosetta
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/include/rosetta/rosetta.h
   ${PROJECT_BINARY_DIR}/include/rosetta/version.h

@@ -46,6 +46,7 @@ fi
 run "$work/build.log" cmake --build "$build" -j"$jobs"
 run "$work/install.log" cmake --install "$build" --prefix "$prefix"
 echo "test-install: installed into $prefix"
+run "$work/headers.log" bash "$root/scripts/test-installed-headers.sh" --prefix "$prefix"
 
 config_dir=$prefix/lib/cmake/rosetta
 [[ -f $config_dir/rosettaConfig.cmake ]] || fail "no $config_dir/rosettaConfig.cmake"

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "rosetta/autograd/functions.h"
+#include "rosetta/core/internal/fused.h"
 #include "rosetta/core/ops.h"
 
 namespace rosetta {

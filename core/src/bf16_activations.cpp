@@ -7,7 +7,7 @@
 #include "backward.h"
 #include "kernels/bf16.h"
 #include "kernels/common.h"
-#include "rosetta/core/ops.h"
+#include "rosetta/core/internal/fused.h"
 #include "strided.h"
 
 namespace rosetta {

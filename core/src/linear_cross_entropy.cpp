@@ -10,7 +10,7 @@
 #include "backward.h"
 #include "cross_entropy_args.h"
 #include "kernels/bf16.h"
-#include "rosetta/core/ops.h"
+#include "rosetta/core/internal/fused.h"
 #include "vecmath.h"
 
 namespace rosetta {

@@ -17,6 +17,7 @@
 #include "kernels/f32.h"
 #include "kernels/int8.h"
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/internal/fused.h"
 #include "rosetta/core/ops.h"
 #include "strided.h"
 

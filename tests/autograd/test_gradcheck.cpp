@@ -9,6 +9,7 @@
 
 #include "rosetta/autograd/autograd.h"
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/internal/fused.h"
 #include "support.h"
 
 using namespace rosetta;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/internal/fused.h"
 #include "rosetta/core/ops.h"
 #include "rosetta/core/random.h"
 
