@@ -1,63 +1,26 @@
-// Matrix products on OpenBLAS. A view whose last two axes are row-major or column-major goes
-// to BLAS as it is (a transposed view becomes CblasTrans with its own leading dimension); only
-// other layouts are copied. Batched products loop over the broadcast batch: small matrices run
-// one GEMM per OpenMP thread (OpenBLAS runs single-threaded inside a parallel region), large
-// ones one after another with BLAS's own threads.
-#include <cblas.h>
+// Matrix products on OpenBLAS and rosetta's own kernels (kernels/). A view whose last two axes
+// are row-major or column-major goes to BLAS as it is (a transposed view becomes CblasTrans with
+// its own leading dimension); only other layouts are copied. Batched products loop over the
+// broadcast batch: small matrices run one GEMM per OpenMP thread (OpenBLAS runs single-threaded
+// inside a parallel region), large ones one after another with BLAS's own threads. Under bf16
+// precision products run on the bf16 kernels (kernels/bf16.h); inside a PackedWeightsScope
+// (packed_weights.cpp) products by weights run on weights packed once, in fp32 (kernels/f32.h)
+// or int8 (kernels/int8.h).
 #include <omp.h>
 
 #include <algorithm>
-#include <exception>
-#include <map>
-#include <memory>
-#include <tuple>
 
 #include "backward.h"
-#include "kernels/bf16.h"
-#include "kernels/f32.h"
-#include "kernels/int8.h"
+#include "matmul_routes.h"
 #include "rosetta/core/cpu.h"
-#include "rosetta/core/internal/fused.h"
-#include "rosetta/core/ops.h"
 #include "strided.h"
 
 namespace rosetta {
 
-// The packings of SharedPackedWeights: op(B) of K x N read from `data` (rows `ld` apart, or
-// columns with `trans`), as gemm_bf16 would pack it, and the weights' stamps when packed.
-struct SharedPackedWeights::Entries {
-  struct Key {
-    const float* data;
-    int64_t ld, K, N;
-    bool trans;
-    bool operator<(const Key& o) const {
-      return std::tie(data, ld, K, N, trans) < std::tie(o.data, o.ld, o.K, o.N, o.trans);
-    }
-  };
-  struct Stamp {
-    const float* data;
-    uint64_t storage, version;
-    bool operator==(const Stamp& o) const {
-      return data == o.data && storage == o.storage && version == o.version;
-    }
-  };
-  std::map<Key, detail::PackedB> packed;  // two per distinct weight (its two orientations)
-  std::vector<Stamp> stamps;
-};
+using detail::layout_of;
+using detail::MatLayout;
 
-namespace {
-
-// The packings this thread's bf16 products read (SharedPackedWeights::Use), or null.
-thread_local const SharedPackedWeights::Entries* t_shared_packed = nullptr;
-
-// How BLAS sees the last two axes of a view: rows x cols with a leading dimension.
-struct MatLayout {
-  bool ok = false;
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int64_t ld = 0;
-};
-
-MatLayout layout_of(const Tensor& t) {
+MatLayout detail::layout_of(const Tensor& t) {
   const int64_t rows = t.shape().back(-2), cols = t.shape().back(-1);
   const int64_t rs = t.strides().back(-2), cs = t.strides().back(-1);
   MatLayout m;
@@ -68,6 +31,8 @@ MatLayout layout_of(const Tensor& t) {
   }
   return m;
 }
+
+namespace {
 
 // Below this many multiply-adds, a GEMM runs on one thread: OpenBLAS splits even a 512 x 64 x 64
 // product over every thread, and waking and synchronising them costs more than it saves
@@ -90,16 +55,14 @@ void sized_gemm(int64_t M, int64_t N, int64_t K, F f) {
 // runs in fp32.
 constexpr int64_t kMinBf16Gemm = 32 * 32 * 32;
 
-// A product of M x N x K runs in bf16: bf16 precision, enough multiply-adds, and every tensor
-// it reads or writes fp32 (raw pointers are fp32 already).
-bool bf16_product(int64_t M, int64_t N, int64_t K, std::initializer_list<const Tensor*> tensors = {}) {
+}  // namespace
+
+bool detail::bf16_product(int64_t M, int64_t N, int64_t K, std::initializer_list<const Tensor*> tensors) {
   if (matmul_precision() != Precision::bf16 || M * N * K < kMinBf16Gemm) return false;
   for (const Tensor* t : tensors)
     if (t->dtype() != DType::f32) return false;
   return true;
 }
-
-}  // namespace
 
 int detail::bf16_threads(int64_t M, int64_t N, int64_t K) {
   if (M * N * K < kSingleThreadGemm) return 1;
@@ -108,29 +71,25 @@ int detail::bf16_threads(int64_t M, int64_t N, int64_t K) {
 
 bool detail::bf16_gemm(int64_t M, int64_t N, int64_t K) { return gemm_bf16_available() && bf16_product(M, N, K); }
 
-bool bf16_linear(int64_t rows, const Tensor& w) {
-  return w.dim() == 2 && w.dtype() == DType::f32 && w.is_contiguous() &&
-         detail::bf16_gemm(rows, w.shape()[0], w.shape()[1]);
+void detail::gemm_bf16_sharing(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                               const float* bias, const float* gate, int64_t ldg) {
+  const int threads = bf16_threads(M, N, K);
+  if (const PackedB* packed = shared_packing(b, ldb, K, N, tb))
+    return gemm_bf16_packed(ta, M, alpha, a, lda, *packed, beta, c, ldc, threads, bias, gate, ldg);
+  gemm_bf16(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias, nullptr, gate, ldg);
 }
 
 namespace {
+using detail::bf16_product;
 using detail::bf16_threads;
-
-// detail::gemm_bf16, on B's shared packing where this thread has one (SharedPackedWeights::Use).
-void gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
-               const float* gate = nullptr, int64_t ldg = 0) {
-  const int threads = bf16_threads(M, N, K);
-  if (const detail::PackedB* packed = detail::shared_packing(b, ldb, K, N, tb))
-    return detail::gemm_bf16_packed(ta, M, alpha, a, lda, *packed, beta, c, ldc, threads, bias, gate, ldg);
-  detail::gemm_bf16(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc, threads, bias, nullptr, gate, ldg);
-}
 
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, double alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, double beta, float* c,
           int64_t ldc) {
   if (bf16_product(M, N, K))
-    return gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
+    return detail::gemm_bf16_sharing(ta == CblasTrans, tb == CblasTrans, M, N, K, float(alpha), a, lda, b, ldb,
+                                     float(beta), c, ldc);
   sized_gemm(M, N, K, [&] {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), a, lda, b, ldb, float(beta), c, ldc);
   });
@@ -270,120 +229,12 @@ void matmul_into(Tensor& out, const Tensor& a_in, const Tensor& b_in, double alp
   out.bump_version();
 }
 
-// The fp32, bf16 and int8 packings of weights kept by the outermost PackedWeightsScope of this
-// thread.
-struct PackedWeightsScope::Cache {
-  struct Key {
-    uint64_t storage, version;
-    int64_t offset, K, N, ld;
-    bool trans;
-    bool operator<(const Key& o) const {
-      return std::tie(storage, version, offset, K, N, ld, trans) < std::tie(o.storage, o.version, o.offset, o.K, o.N, o.ld, o.trans);
-    }
-  };
-  std::map<Key, std::unique_ptr<detail::PackedB>> packed;
-  std::map<Key, std::unique_ptr<detail::PackedBInt8>> packed_int8;
-  std::map<Key, std::unique_ptr<detail::PackedBF32>> packed_f32;
-
-  // The packing of op(b) (K x N, layout lb) in `kept`, made by pack(trans, K, N, data, ld, out)
-  // at its first use in this scope.
-  template <class P, class Pack>
-  static const P& find_or_pack(std::map<Key, std::unique_ptr<P>>& kept, const Tensor& b, int64_t K, int64_t N,
-                               const MatLayout& lb, Pack pack) {
-    const Key key{b.storage_id(), b.version(), b.offset(), K, N, lb.ld, lb.trans == CblasTrans};
-    std::unique_ptr<P>& p = kept[key];
-    if (!p) {
-      p = std::make_unique<P>();
-      pack(key.trans, K, N, b.data<float>(), lb.ld, *p);
-    }
-    return *p;
-  }
-};
-
-namespace {
-thread_local PackedWeightsScope::Cache* t_packed_weights = nullptr;
-}
-
-std::string PackedWeightsScope::fp32_kernel_isa() { return detail::gemm_f32_packed_isa(); }
-
-PackedWeightsScope::PackedWeightsScope() : cache_(t_packed_weights ? nullptr : new Cache) {
-  if (cache_) t_packed_weights = cache_;
-}
-PackedWeightsScope::~PackedWeightsScope() {
-  if (!cache_) return;  // nested: the outer scope's packings stay
-  t_packed_weights = nullptr;
-  delete cache_;
-}
-
-SharedPackedWeights::SharedPackedWeights() : entries_(std::make_unique<Entries>()) {}
-SharedPackedWeights::~SharedPackedWeights() = default;
-
-void SharedPackedWeights::clear() { *entries_ = Entries(); }
-int64_t SharedPackedWeights::size() const { return int64_t(entries_->packed.size()) / 2; }
-
-void SharedPackedWeights::pack(const std::vector<Tensor>& weights) {
-  if (matmul_precision() != Precision::bf16 || !detail::gemm_bf16_available()) return clear();
-  std::vector<const Tensor*> kept;
-  std::vector<Entries::Stamp> stamps;
-  for (const Tensor& w : weights)
-    if (w.dim() == 2 && w.dtype() == DType::f32 && w.is_contiguous() && w.numel() > 0) {
-      kept.push_back(&w);
-      stamps.push_back({w.data<float>(), w.storage_id(), w.version()});
-    }
-  if (stamps == entries_->stamps) return;  // unchanged since packed
-  entries_->stamps.clear();
-  // Each weight [R, C] as op(B) of x @ w^T (K = C, N = R, transposed) and of dy @ w (K = R, N = C),
-  // into the packings of the same keys where there are (the weights after an update: same data;
-  // their nodes move over with their buffers); a weight given twice is one key; weights no longer
-  // given are dropped with the old map.
-  std::map<Entries::Key, detail::PackedB> packed;
-  for (const Tensor* w : kept) {
-    const int64_t R = w->shape()[0], C = w->shape()[1];
-    for (const Entries::Key key : {Entries::Key{w->data<float>(), C, C, R, true},
-                                   Entries::Key{w->data<float>(), C, R, C, false}}) {
-      if (packed.count(key)) continue;
-      if (auto node = entries_->packed.extract(key)) packed.insert(std::move(node));
-      else packed.try_emplace(key);
-    }
-  }
-  entries_->packed = std::move(packed);
-  std::vector<std::pair<const Entries::Key*, detail::PackedB*>> jobs;
-  for (auto& [key, p] : entries_->packed) jobs.emplace_back(&key, &p);
-  std::vector<std::exception_ptr> errors(jobs.size());
-#pragma omp parallel for schedule(dynamic, 1) if (!omp_in_parallel())
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const Entries::Key& k = *jobs[i].first;
-    try {
-      detail::pack_b_bf16(k.trans, k.K, k.N, k.data, k.ld, *jobs[i].second);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-  }
-  for (const std::exception_ptr& e : errors)
-    if (e) {
-      clear();
-      std::rethrow_exception(e);
-    }
-  entries_->stamps = std::move(stamps);
-}
-
-const detail::PackedB* detail::shared_packing(const float* b, int64_t ldb, int64_t K, int64_t N, bool trans_b) {
-  if (!t_shared_packed) return nullptr;
-  const auto it = t_shared_packed->packed.find({b, ldb, K, N, trans_b});
-  return it == t_shared_packed->packed.end() ? nullptr : &it->second;
-}
-
-SharedPackedWeights::Use::Use(const SharedPackedWeights& packed) : saved_(t_shared_packed) {
-  t_shared_packed = packed.entries_.get();
-}
-SharedPackedWeights::Use::~Use() { t_shared_packed = saved_; }
-
 namespace {
 // out = a @ b + bias by a weight b packed once per PackedWeightsScope, where a scope is open, the
 // operands suit the kernels, and the precision is int8 (gemm_int8) or fp32 on AVX-512 or AVX2
 // (gemm_f32_packed); false (nothing done) otherwise.
 bool packed_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  PackedWeightsScope::Cache* cache = t_packed_weights;
+  PackedWeightsScope::Cache* cache = PackedWeightsScope::Cache::current();
   const Precision p = matmul_precision();
   if (!cache || !(p == Precision::int8 || (p == Precision::fp32 && detail::gemm_f32_packed_available())))
     return false;
@@ -421,7 +272,7 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
     if (la.ok && lb.ok && lc.ok && lc.trans == CblasNoTrans && (!has_bias || bias.is_contiguous())) {
       const float* bias_data = has_bias ? bias.data<float>() : nullptr;
       const int threads = bf16_threads(M, N, K);
-      if (PackedWeightsScope::Cache* cache = t_packed_weights) {
+      if (PackedWeightsScope::Cache* cache = PackedWeightsScope::Cache::current()) {
         const detail::PackedB& packed = PackedWeightsScope::Cache::find_or_pack(
             cache->packed, b, K, N, lb, [](bool t, int64_t k, int64_t n, const float* w, int64_t ld, detail::PackedB& out) {
               detail::pack_b_bf16(t, k, n, w, ld, out);
@@ -429,8 +280,8 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
         detail::gemm_bf16_packed(la.trans == CblasTrans, M, 1.0f, a.data<float>(), la.ld, packed, 0.0f,
                                  out.data<float>(), lc.ld, threads, bias_data);
       } else {
-        gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
-                  b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, bias_data);
+        detail::gemm_bf16_sharing(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, 1.0f, a.data<float>(), la.ld,
+                                  b.data<float>(), lb.ld, 0.0f, out.data<float>(), lc.ld, bias_data);
       }
       out.bump_version();
       return;
@@ -439,62 +290,6 @@ void matmul_bias_into(Tensor& out, const Tensor& a, const Tensor& b, const Tenso
   if (!has_bias) return matmul_into(out, a, b);
   out.copy_(bias);
   matmul_into(out, a, b, 1.0, 1.0);
-}
-
-bool linear_cross_entropy_fusable(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  if (x.dim() != 2 || w.dim() != 2 || x.shape()[1] != w.shape()[1] || !x.is_contiguous() || !w.is_contiguous())
-    return false;
-  if (bias.defined() && (bias.dtype() != DType::f32 || bias.shape() != Shape{w.shape()[0]} || !bias.is_contiguous()))
-    return false;
-  return detail::gemm_bf16_available() && bf16_product(x.shape()[0], w.shape()[0], x.shape()[1], {&x, &w});
-}
-
-void linear_param_grads(const Tensor& dy, const Tensor& x, const GradOut& dw, const GradOut& dbias) {
-  ROSETTA_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.shape()[0] == x.shape()[0], "linear_param_grads: dy ",
-                dy.shape(), " and x ", x.shape(), " are not [M, N] and [M, K]");
-  const int64_t M = dy.shape()[1], N = x.shape()[1], K = dy.shape()[0];  // of dw = dy^T x
-  if (dbias.out.defined()) detail::check_grad_out(dbias, {M}, dy.dtype(), "linear_param_grads");
-  if (dw.out.defined() && dbias.out.defined() && bf16_product(M, N, K, {&dw.out, &dy, &x}) &&
-      dw.out.shape() == Shape{M, N}) {
-    const Tensor dyt = dy.transpose(0, 1);
-    const MatLayout la = layout_of(dyt), lb = layout_of(x), lc = layout_of(dw.out);
-    if (la.ok && la.trans == CblasTrans && lb.ok && lc.ok && lc.trans == CblasNoTrans) {
-      // The bias gradient is summed as dy is packed for the weight gradient: dy is read once.
-      const Tensor sums = dbias.beta == 0 ? dbias.out : Tensor::empty({M}, DType::f32);
-      detail::gemm_bf16(true, lb.trans == CblasTrans, M, N, K, 1.0f, dy.data<float>(), la.ld, x.data<float>(),
-                        lb.ld, float(dw.beta), dw.out.data<float>(), lc.ld, bf16_threads(M, N, K), nullptr,
-                        sums.data<float>());
-      dw.out.bump_version();
-      if (dbias.beta != 0) return expand_backward(sums, dbias);  // no axes to sum: out = beta * out + sums
-      dbias.out.bump_version();
-      return;
-    }
-  }
-  if (dw.out.defined()) {
-    Tensor out = dw.out;
-    matmul_into(out, dy.transpose(0, 1), x, 1.0, dw.beta);
-  }
-  expand_backward(dy, dbias);
-}
-
-void relu_linear_input_grad(const Tensor& dy, const Tensor& w, const Tensor& y, double scale, const GradOut& dx) {
-  if (!dx.out.defined()) return;
-  ROSETTA_CHECK(dy.dim() == 2 && w.dim() == 2 && y.dim() == 2 && dy.shape()[1] == w.shape()[0] &&
-                    y.shape() == Shape({dy.shape()[0], w.shape()[1]}),
-                "relu_linear_input_grad: dy ", dy.shape(), ", weight ", w.shape(), " and y ", y.shape(),
-                " are not [M, N], [N, K] and [M, K]");
-  detail::check_grad_out(dx, y.shape(), dy.dtype(), "relu_linear_input_grad");
-  const int64_t M = dy.shape()[0], N = w.shape()[1], K = dy.shape()[1];  // of dx = dy w
-  if (dx.beta == 0 && bf16_product(M, N, K, {&dx.out, &dy, &w, &y}) && y.is_contiguous()) {
-    const MatLayout la = layout_of(dy), lb = layout_of(w);
-    if (la.ok && lb.ok) {
-      gemm_bf16(la.trans == CblasTrans, lb.trans == CblasTrans, M, N, K, float(scale), dy.data<float>(), la.ld,
-                w.data<float>(), lb.ld, 0.0f, dx.out.data<float>(), N, nullptr, y.data<float>(), N);
-      dx.out.bump_version();
-      return;
-    }
-  }
-  unary_backward(UnaryOp::relu, y, Tensor(), matmul(dy, w), dx, scale);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
