@@ -1,4 +1,4 @@
-// int8 products for decoding (core/src/gemm_int8.cpp) against float64 references, on the shape
+// int8 products for decoding (core/src/kernels/int8*) against float64 references, on the shape
 // classes a Transformer decodes with, and the precision switch around them.
 //
 // The scheme is documented (cpu.h, gemm_int8.h): row i of A by sa_i = max_k |a_ik| / 127, column

@@ -1,4 +1,4 @@
-// fp32 products by weights packed once (core/src/gemm_f32_packed.cpp, decoding on AVX-512 or AVX2;
+// fp32 products by weights packed once (core/src/kernels/f32*, decoding on AVX-512 or AVX2;
 // ctest runs these again with ROSETTA_PACKED_F32=avx2, the AVX2 kernel on an AVX-512 CPU)
 // against float64: each element within fp32 summation of the exact product,
 // |c - ref| <= (K + 2) 2^-23 sum_k |a_ik b_kj| (+ the bias's rounding), on any number of threads.
