@@ -1,7 +1,7 @@
 // int8 products for decoding (core/src/kernels/int8*) against float64 references, on the shape
 // classes a Transformer decodes with, and the precision switch around them.
 //
-// The scheme is documented (cpu.h, gemm_int8.h): row i of A by sa_i = max_k |a_ik| / 127, column
+// The scheme is documented (cpu.h, kernels/int8_kernel.h): row i of A by sa_i = max_k |a_ik| / 127, column
 // j of the weight B by sb_j = max_k |b_kj| / 127, values rounded to the nearest integer step,
 // sums exact. So each operand is off by at most half a step, and an element by at most
 //   sum_k (|a_ik| sb_j / 2 + |b_kj| sa_i / 2 + sa_i sb_j / 4)
