@@ -33,12 +33,5 @@ class TextOutput {
 };
 // Flushes standard output and throws unless everything written to it arrived (a full disk).
 void check_stdout();
-// What a command writes: text (translations, scores, a report, a chart) or model weights.
-enum class OutputKind { text, weights };
-// Throws naming `flag` unless FILE ("-" or "" = standard output) could be written: its
-// directory exists and FILE is not a directory; nor one of a run's own files (its weights,
-// checkpoints, tokenizers, config.toml and logs, beside config.toml), nor, for text, any
-// existing .safetensors or .model file. For failing before the work, not after.
-void check_output_path(const std::string& path, const std::string& flag, OutputKind kind = OutputKind::text);
 
 }  // namespace rosetta::cli

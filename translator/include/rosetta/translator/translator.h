@@ -47,6 +47,15 @@ struct RunPaths {
   std::vector<std::string> trainer_files() const;
 };
 
+// What a command other than `rosetta train` writes: text (translations, scores, a report, a
+// chart) or model weights (an average).
+enum class OutputKind { text, weights };
+// Throws naming `flag` unless FILE ("-" or "" = standard output) could be written: its
+// directory exists and FILE is not a directory; nor one of a run's own files (its weights,
+// checkpoints, tokenizers, config.toml and logs, beside config.toml), nor, for text, any
+// existing .safetensors or .model file. For failing before the work, not after.
+void check_output_path(const std::string& path, const std::string& flag, OutputKind kind = OutputKind::text);
+
 // The weights snapshots in a run directory, (step, path) by increasing step: the files named
 // exactly as RunPaths::snapshot names them (step-<STEP>.safetensors, STEP in decimal without
 // leading zeros). Other files, such as write_file_atomic's temporaries, are not listed.
