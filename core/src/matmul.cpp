@@ -35,8 +35,8 @@ MatLayout detail::layout_of(const Tensor& t) {
 namespace {
 
 // Below this many multiply-adds, a GEMM runs on one thread: OpenBLAS splits even a 512 x 64 x 64
-// product over every thread, and waking and synchronising them costs more than it saves
-// (bench/MACHINE.md: 98 GFLOP/s on one thread, 72 on two).
+// product over every thread, and waking and synchronising them costs more than it saves (such a
+// product ran slower on two threads than on one).
 constexpr int64_t kSingleThreadGemm = int64_t(1) << 24;
 
 // Runs f() with OpenBLAS on one thread when the product is small (the OpenMP build of OpenBLAS

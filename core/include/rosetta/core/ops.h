@@ -313,9 +313,6 @@ Tensor max(const Tensor& x, int axis, bool keepdim);
 Tensor argmax(const Tensor& x, int axis, bool keepdim);
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x);
-// Softmax over the entries where mask (I32, broadcast to x) is zero; masked entries get 0.
-// Equal to softmax(masked_fill(x, mask, -inf)) in one pass.
-Tensor softmax(const Tensor& x, const Tensor& mask);
 Tensor log_softmax(const Tensor& x);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double smoothing,
                      int32_t ignore_index);
