@@ -41,7 +41,7 @@ struct DecodeArgs {
 inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "int8", "auto"};
 inline constexpr const char* kPrecisionHelp =
     "matrix products: fp32, bf16 (bf16 operands, fp32 sums), int8 (decoding only: weights and activations "
-    "quantized to int8, exact int32 sums; needs AVX512_VNNI) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x "
+    "quantized to int8, exact int32 sums; needs AVX2 at least) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x "
     "or more of its fp32 multiply-add rate, else fp32)";
 
 // Sets the precision of the command's matrix products. Where the CPU does not give what was asked

@@ -65,10 +65,12 @@ CpuFeatures read_cpu() {
     f.avx512bw = zmm_os && (b & (1u << 30));
     f.avx512vl = zmm_os && (b & (1u << 31));
     f.avx512_vnni = zmm_os && (c & (1u << 11));
+    f.amx_int8 = amx_os && (d & (1u << 25));
     f.amx_bf16 = amx_os && (d & (1u << 22));
     f.amx_tile = amx_os && (d & (1u << 24));
     __get_cpuid_count(7, 1, &a, &b, &c, &d);
     f.avx512_bf16 = zmm_os && (a & (1u << 5));
+    f.avx_vnni = ymm_os && (a & (1u << 4));
   }
   __get_cpuid(0x80000000, &a, &b, &c, &d);
   if (a >= 0x80000004) {
@@ -192,6 +194,8 @@ std::string kernels_summary() {
   const std::string packed = detail::gemm_f32_packed_isa();
   s += "; fp32 decoding: " + (packed.empty() ? std::string("OpenBLAS (no AVX2 and FMA)")
                                               : "rosetta " + packed + " kernel on weights packed once");
+  const std::string int8 = detail::gemm_int8_isa();
+  s += "; int8 decoding: " + (int8.empty() ? std::string("none (no AVX2)") : "rosetta " + int8 + " kernel");
   return s;
 }
 
@@ -255,6 +259,8 @@ double measure_bf16_gemm_gflops(int n) {
 
 bool int8_supported() { return detail::gemm_int8_available(); }
 
+const char* int8_kernel_name() { return detail::gemm_int8_isa(); }
+
 bool bf16_supported() { return detail::gemm_bf16_available(); }
 
 bool bf16_uses_amx() { return detail::gemm_bf16_amx(); }
@@ -292,7 +298,7 @@ Precision resolve_precision(PrecisionChoice choice, std::string* note) {
     if (int8_supported()) return Precision::int8;
     if (note)
       *note = "this CPU (" + cpu_isa_name() +
-              ") has no int8 dot products (AVX512_VNNI): matrix products run in fp32 instead of the int8 asked for";
+              ") has none of rosetta's int8 kernels (AVX2 at least): matrix products run in fp32 instead of the int8 asked for";
     return Precision::fp32;
   }
   if (!bf16_supported()) {
@@ -317,7 +323,7 @@ Precision resolve_precision(PrecisionChoice choice, std::string* note) {
 void set_matmul_precision(Precision p) {
   ROSETTA_CHECK(p != Precision::bf16 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",
                 cpu_isa_name(), ") does not have");
-  ROSETTA_CHECK(p != Precision::int8 || int8_supported(), "int8 matrix products need AVX512_VNNI, which this CPU (",
+  ROSETTA_CHECK(p != Precision::int8 || int8_supported(), "int8 matrix products need AVX2 at least, which this CPU (",
                 cpu_isa_name(), ") does not have");
   g_precision.store(p, std::memory_order_relaxed);
 }

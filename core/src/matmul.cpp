@@ -248,7 +248,9 @@ bool packed_product_into(Tensor& out, const Tensor& a, const Tensor& b, const Te
   const float* bias_data = has_bias ? bias.data<float>() : nullptr;
   using Cache = PackedWeightsScope::Cache;
   if (p == Precision::int8) {
-    const detail::PackedBInt8& w = Cache::find_or_pack(cache->packed_int8, b, K, N, lb, detail::pack_b_int8);
+    const detail::PackedBInt8& w = Cache::find_or_pack(
+        cache->packed_int8, b, K, N, lb, [](bool t, int64_t k, int64_t n, const float* w, int64_t ld,
+                                            detail::PackedBInt8& out) { detail::pack_b_int8(t, k, n, w, ld, out); });
     detail::gemm_int8_packed(M, a.data<float>(), la.ld, w, out.data<float>(), lc.ld, threads, bias_data);
   } else {
     const detail::PackedBF32& w = Cache::find_or_pack(cache->packed_f32, b, K, N, lb, detail::pack_b_f32);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "rosetta/core/cpu.h"
 #include "kernels/bf16_kernel.h"
 #include "kernels/f32_kernel.h"
 #include "kernels/int8_kernel.h"
@@ -257,7 +258,7 @@ TEST_CASE("bf16 kernels: every kernel and epilogue against the reference", "[ker
 TEST_CASE("int8 kernels: bit for bit the reference's exact int32 sums, scaled back", "[kernels]") {
   const std::vector<const Int8Kernel*> kernels = int8_kernels_here();
   if (kernels.empty()) {
-    WARN("skipped: no int8 kernel runs here (no AVX512_VNNI)");
+    WARN("skipped: no int8 kernel runs here (no AVX2)");
     return;
   }
   Generator g(7);
@@ -265,14 +266,21 @@ TEST_CASE("int8 kernels: bit for bit the reference's exact int32 sums, scaled ba
     for (const bool tb : {true, false}) {
       Operands o = operands(g, s, false, tb);
       if (s.M > 4) o.a[size_t(3 * o.lda + s.K / 2)] = INFINITY;  // row 3: the bias alone
-      const reference::Int8Product want = reference::gemm_int8(s.M, s.N, s.K, o.ra(), o.rb());
-      PackedBInt8 packed;
-      pack_b_int8(tb, s.K, s.N, o.b.data(), o.ldb, packed);
+      // Each kernel against the reference of its own weights' range (w_max: 127, or 63 on AVX2),
+      // by the weights packed for it.
+      const reference::Int8Product want127 = reference::gemm_int8(s.M, s.N, s.K, o.ra(), o.rb(), 127),
+                                   want63 = reference::gemm_int8(s.M, s.N, s.K, o.ra(), o.rb(), 63);
+      PackedBInt8 packed127, packed63;
+      pack_b_int8(tb, s.K, s.N, o.b.data(), o.ldb, packed127, 127);
+      pack_b_int8(tb, s.K, s.N, o.b.data(), o.ldb, packed63, 63);
       for (const Int8Kernel* k : kernels)
         for (const int threads : {1, 2})
           for (const bool with_bias : {false, true}) {
             INFO(k->name << " kernel, " << threads << " threads, B " << (tb ? "[N, K]" : "[K, N]")
                          << (with_bias ? ", bias" : ""));
+            REQUIRE((k->w_max == 127 || k->w_max == 63));
+            const reference::Int8Product& want = k->w_max == 127 ? want127 : want63;
+            const PackedBInt8& packed = k->w_max == 127 ? packed127 : packed63;
             std::vector<float> c(size_t(s.M * s.N), std::nanf(""));
             gemm_int8_packed(s.M, o.a.data(), o.lda, packed, c.data(), s.N, threads,
                              with_bias ? o.bias.data() : nullptr, k);
@@ -294,6 +302,28 @@ TEST_CASE("int8 kernels: bit for bit the reference's exact int32 sums, scaled ba
     }
 }
 
+TEST_CASE("int8 kernels: the extreme bytes neither saturate nor overflow", "[kernels]") {
+  // Rows of A at +max (byte 255 once shifted) and -max (byte 1), weights at +-w_max in every
+  // column: each pair of products is the largest the kernel's range allows (AVX2's VPMADDUBSW:
+  // 2 x 255 x 63, just under the int16 limit), the sums the largest K gives.
+  const int64_t M = 6, N = 40, K = 1024;
+  std::vector<float> a(size_t(M * K)), b(size_t(N * K));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) a[size_t(i * K + k)] = i % 3 == 0 ? 1.0f : i % 3 == 1 ? -1.0f : (k % 2 ? 1.0f : -1.0f);
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 0; k < K; ++k) b[size_t(j * K + k)] = j % 2 ? 0.5f : -0.5f;
+  for (const Int8Kernel* k : int8_kernels_here()) {
+    INFO(k->name << " kernel");
+    const reference::Int8Product want = reference::gemm_int8(M, N, K, {a.data(), K, false}, {b.data(), K, true}, k->w_max);
+    PackedBInt8 packed;
+    pack_b_int8(true, K, N, b.data(), K, packed, k->w_max);
+    std::vector<float> c(size_t(M * N));
+    gemm_int8_packed(M, a.data(), K, packed, c.data(), N, 1, nullptr, k);
+    CHECK(same_bits(c, want.c));
+    CHECK(std::abs(want.sums[0]) == K * 127 * k->w_max);
+  }
+}
+
 TEST_CASE("the kernels' dispatch: one per precision, each among those this CPU runs", "[kernels]") {
   const auto among = [](const auto* k, const auto& here) { return std::find(here.begin(), here.end(), k) != here.end(); };
   if (const F32Kernel* k = f32_kernel()) CHECK(among(k, f32_kernels_here()));
@@ -302,8 +332,14 @@ TEST_CASE("the kernels' dispatch: one per precision, each among those this CPU r
   else CHECK(bf16_kernels_here().empty());
   if (const Int8Kernel* k = int8_kernel()) CHECK(among(k, int8_kernels_here()));
   else CHECK(int8_kernels_here().empty());
-  // The AMX model runs wherever AVX512_BF16 does, so the AMX path is tested on every CPU with bf16.
+  // The AMX model runs wherever AVX512_BF16 does, so the AMX path is tested on every CPU with bf16;
+  // the int8 AMX and AVX-VNNI loops wherever AVX512_VNNI does, and the AVX2 kernel wherever AVX2.
   if (!bf16_kernels_here().empty()) CHECK(among(&bf16_amx_model, bf16_kernels_here()));
+  if (int8_avx512_vnni.runs_on(rosetta::cpu_features())) {
+    CHECK(among(&int8_amx_model, int8_kernels_here()));
+    CHECK(among(&int8_avx_vnni_model, int8_kernels_here()));
+  }
+  if (rosetta::cpu_features().avx2 && rosetta::cpu_features().fma) CHECK(among(&int8_avx2, int8_kernels_here()));
   CHECK(gemm_bf16_amx_modelled() == (bf16_kernel() == &bf16_amx_model));
   CHECK(std::string(gemm_f32_packed_isa()) == (f32_kernel() ? f32_kernel()->name : ""));
 }

@@ -2,6 +2,7 @@
 // environment's say.
 #include "dispatch.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -16,7 +17,12 @@ namespace {
 
 // The lists, best first. A kernel of another ISA is one file of this folder and one entry here.
 const F32Kernel* const kF32Kernels[] = {&f32_avx512, &f32_avx2};
-const Int8Kernel* const kInt8Kernels[] = {&int8_avx512_vnni};
+// int8: AMX tiles where the CPU has them and grants them, else the widest VPDPBUSD, else AVX2's
+// VPMADDUBSW; the modelled paths (the AMX loops, the AVX-VNNI loops on AVX512_VNNI) only where
+// the tests or the environment ask.
+const Int8Kernel* const kInt8Kernels[] = {&int8_amx, &int8_avx512_vnni, &int8_avx_vnni, &int8_avx2};
+
+const Int8Kernel* const kInt8Models[] = {&int8_amx_model, &int8_avx_vnni_model};
 // bf16: AMX tiles where the CPU has them and grants them, else AVX512_BF16; the model of the
 // tiles only where ROSETTA_AMX=model asks for it (every bf16 path packs and stores with AVX512_BF16).
 const Bf16Kernel* const kBf16Kernels[] = {&bf16_amx, &bf16_avx512};
@@ -24,6 +30,14 @@ const Bf16Kernel* const kBf16Kernels[] = {&bf16_amx, &bf16_avx512};
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
+}
+
+// A kernel's name as ROSETTA_INT8 gives it: lower case, '_' and ' ' as '-' ("avx512-vnni",
+// "avx-vnni-(modelled)" is not asked for: models are named by their own switches).
+std::string kernel_key(const char* name) {
+  std::string key;
+  for (const char* c = name; *c; ++c) key += *c == '_' || *c == ' ' ? '-' : char(std::tolower(*c));
+  return key;
 }
 
 template <class K, size_t N>
@@ -59,9 +73,17 @@ const Bf16Kernel* bf16_kernel() {
 }
 
 const Int8Kernel* int8_kernel() {
-  static const Int8Kernel* const chosen = [] {
-    const std::vector<const Int8Kernel*> here = runnable(kInt8Kernels);
-    return here.empty() ? nullptr : here.front();
+  static const Int8Kernel* const chosen = []() -> const Int8Kernel* {
+    const std::string amx = env("ROSETTA_AMX"), asked = env("ROSETTA_INT8");
+    if (amx == "model" && int8_amx_model.runs_on(cpu_features())) return &int8_amx_model;
+    if (!asked.empty()) {
+      for (const Int8Kernel* k : int8_kernels_here())
+        if (kernel_key(k->name) == asked) return k;
+      return nullptr;
+    }
+    for (const Int8Kernel* k : runnable(kInt8Kernels))
+      if (k != &int8_amx || (amx != "0" && amx != "off")) return k;
+    return nullptr;
   }();
   return chosen;
 }
@@ -74,7 +96,11 @@ std::vector<const Bf16Kernel*> bf16_kernels_here() {
   return here;
 }
 
-std::vector<const Int8Kernel*> int8_kernels_here() { return runnable(kInt8Kernels); }
+std::vector<const Int8Kernel*> int8_kernels_here() {
+  std::vector<const Int8Kernel*> here = runnable(kInt8Kernels);
+  for (const Int8Kernel* k : runnable(kInt8Models)) here.push_back(k);
+  return here;
+}
 
 bool gemm_f32_packed_available() { return f32_kernel() != nullptr; }
 const char* gemm_f32_packed_isa() { return f32_kernel() ? f32_kernel()->name : ""; }
@@ -82,5 +108,6 @@ bool gemm_bf16_available() { return bf16_kernel() != nullptr; }
 bool gemm_bf16_amx() { return bf16_kernel() && bf16_kernel()->amx; }
 bool gemm_bf16_amx_modelled() { return bf16_kernel() && bf16_kernel()->modelled; }
 bool gemm_int8_available() { return int8_kernel() != nullptr; }
+const char* gemm_int8_isa() { return int8_kernel() ? int8_kernel()->name : ""; }
 
 }  // namespace rosetta::detail

@@ -7,7 +7,10 @@
 //   ROSETTA_PACKED_F32=avx2  fp32: the AVX2 kernel, also on a CPU with AVX-512
 //   ROSETTA_AMX=0 or off     bf16: the AVX512_BF16 kernel, also on a CPU with AMX
 //   ROSETTA_AMX=model        bf16: the AMX path with its tile products modelled in plain code, on
-//                            any CPU with AVX512_BF16 (slow; how the tests reach it without AMX)
+//                            any CPU with AVX512_BF16 (slow; how the tests reach it without AMX);
+//                            int8: the same for AMX-INT8, on any CPU with AVX512_VNNI
+//   ROSETTA_INT8=NAME        int8: the kernel of that name in lower case ("avx2", "avx-vnni",
+//                            "avx512-vnni", "amx-int8") where the CPU runs it, else none
 // The tests also name kernels directly: every kernel this CPU can run is held to the plain
 // reference GEMMs (reference.h) in one process, whatever the environment chose.
 #pragma once
@@ -45,6 +48,7 @@ bool gemm_bf16_available();  // AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS sav
 // ROSETTA_AMX is not "0" or "off"; or ROSETTA_AMX=model, the tiles modelled in plain code.
 bool gemm_bf16_amx();
 bool gemm_bf16_amx_modelled();
-bool gemm_int8_available();  // AVX512_VNNI (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM registers
+bool gemm_int8_available();  // int8_kernel() is not null: AVX2 at least
+const char* gemm_int8_isa();  // int8_kernel()'s name, "" where none runs
 
 }  // namespace rosetta::detail

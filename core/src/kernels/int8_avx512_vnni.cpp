@@ -125,6 +125,6 @@ void compute(const Int8Problem&, int64_t, int64_t, int64_t, int64_t) {}
 
 }  // namespace
 
-const Int8Kernel int8_avx512_vnni{"AVX512_VNNI", MR, runs_on, quantize_rows, compute};
+const Int8Kernel int8_avx512_vnni{"AVX512_VNNI", MR, 127, runs_on, quantize_rows, compute};
 
 }  // namespace rosetta::detail

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "common.h"
+#include "rosetta/core/check.h"
 #include "int8_kernel.h"
 
 namespace rosetta::detail {
@@ -26,8 +27,9 @@ T* aligned(size_t n) {
 }
 }  // namespace
 
-void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedBInt8& out) {
+void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedBInt8& out, int w_max) {
   constexpr int NR = kInt8Cols;
+  if (w_max <= 0) w_max = int8_kernel() ? int8_kernel()->w_max : 127;
   std::free(out.q);
   std::free(out.scale);
   std::free(out.comp);
@@ -36,7 +38,9 @@ void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   out.comp = nullptr;
   out.K = K;
   out.N = N;
-  const int64_t kp = round_up(std::max<int64_t>(K, 1), 4), np = round_up(std::max<int64_t>(N, 1), NR);
+  out.w_max = w_max;
+  const float range = float(w_max);
+  const int64_t kp = round_up(std::max<int64_t>(K, 1), kInt8KStep), np = round_up(std::max<int64_t>(N, 1), NR);
   out.q = aligned<int8_t>(size_t(kp * np));
   out.scale = aligned<float>(size_t(np));
   out.comp = aligned<int32_t>(size_t(np));
@@ -49,13 +53,13 @@ void pack_b_int8(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
     float amax = 0.0f;
     for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(at(k)));
     if (!(amax > 0.0f) || !std::isfinite(amax)) continue;  // an all-zero (or broken) column gives zeros
-    const float inv = 127.0f / amax;
-    out.scale[j] = amax / 127.0f;
+    const float inv = range / amax;
+    out.scale[j] = amax / range;
     // Sliver j / NR, word (k / 4, j % NR), byte k % 4.
     int8_t* sliver = out.q + (j / NR) * NR * kp;
     int32_t sum = 0;
     for (int64_t k = 0; k < K; ++k) {
-      const int32_t q = int32_t(std::clamp(std::nearbyint(at(k) * inv), -127.0f, 127.0f));
+      const int32_t q = int32_t(std::clamp(std::nearbyint(at(k) * inv), -range, range));
       sliver[(k / 4) * 4 * NR + (j % NR) * 4 + k % 4] = int8_t(q);
       sum += q;
     }
@@ -73,9 +77,11 @@ void gemm_int8_packed(int64_t M, const float* a, int64_t lda, const PackedBInt8&
     return;
   }
   const Int8Kernel& k = kernel ? *kernel : *int8_kernel();
+  ROSETTA_CHECK(b.w_max == k.w_max, "gemm_int8_packed: weights packed to [-", b.w_max, ", ", b.w_max, "] for the ",
+                k.name, " kernel, which needs [-", k.w_max, ", ", k.w_max, "]");
   static thread_local Scratch<uint8_t> rows;
   static thread_local Scratch<float> scales;
-  const int64_t kp = round_up(K, 4), Mp = round_up(M, k.mr);
+  const int64_t kp = round_up(K, kInt8KStep), Mp = round_up(M, k.mr);
   uint8_t* qa = rows.get(size_t(Mp * kp));
   float* sa = scales.get(size_t(Mp));
   k.quantize_rows(M, Mp, K, kp, a, lda, qa, sa);

@@ -1,14 +1,15 @@
 // What the int8 driver (int8_gemm.cpp) and its micro-kernels (int8_<isa>.cpp) share.
 //
-// The scheme (as CTranslate2's): weights quantized once per output column, activations per row
-// as each product runs, products summed exactly in int32. A row of A, quantized to q_a in
-// [-127, 127] by its own scale, goes in as the unsigned q_a + 128 (the u8 x s8 dot products of
-// VPDPBUSD and VPMADDUBSW take one operand unsigned); the extra 128 * sum_k q_b[k][j] is known
-// from the weights alone (PackedBInt8::comp) and taken off as the result is scaled back:
+// The scheme (as CTranslate2's): weights quantized once per output column, to [-w_max, w_max]
+// (127, or 63 where a kernel's products would otherwise saturate: Int8Kernel::w_max, AVX2's),
+// activations per row as each product runs, to [-127, 127], products summed exactly in int32. A
+// row of A goes in as the unsigned q_a + 128 (the u8 x s8 dot products of VPDPBUSD, VPMADDUBSW
+// and TDPBUSD take one operand unsigned); the extra 128 * sum_k q_b[k][j] is known from the
+// weights alone (PackedBInt8::comp) and taken off as the result is scaled back:
 //   C[i][j] = (acc[i][j] - comp[j]) * (scale_a[i] * scale_b[j]) (+ bias[j]).
-// B is packed as slivers of kInt8Cols columns, word [p][j] = (q[4p][j], .., q[4p+3][j]); A's
-// quantized rows stay row-major, K rounded up to 4 with zeros (128 shifted), and rows rounded up
-// to the kernel's MR with rows of 128.
+// B is packed as slivers of kInt8Cols columns, word [p][j] = (q[4p][j], .., q[4p+3][j]), K
+// rounded up to kInt8KStep with zeros; A's quantized rows stay row-major, K rounded up the same
+// with shifted zeros, and rows rounded up to the kernel's MR with rows of shifted zeros.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,8 @@ struct CpuFeatures;
 
 namespace rosetta::detail {
 
-constexpr int kInt8Cols = 32;  // columns of a packed sliver
+constexpr int kInt8Cols = 32;   // columns of a packed sliver
+constexpr int kInt8KStep = 64;  // K is padded to this (an AMX tile's 64 bytes of a row)
 
 // One product as the kernels see it: A quantized (rows kp bytes apart, padded to a multiple of
 // the kernel's MR rows) with its rows' scales, and the packed weights.
@@ -40,6 +42,7 @@ struct Int8Problem {
 struct Int8Kernel {
   const char* name;  // the instructions, as the tests name the kernel
   int mr;            // rows of its micro-tile: A is padded to, and C split among threads in, whole tiles
+  int w_max;         // the weights' range [-w_max, w_max] it needs packed (pack_b_int8): 127, or 63 (AVX2)
   bool (*runs_on)(const CpuFeatures& cpu);
   // Rows [0, M) of A as unsigned bytes (q + 128) in rows of kp bytes (zeros past K, 128
   // shifted), rows [M, Mp) all 128, and each row's scale (0 for rows past M, and for a row
@@ -51,6 +54,11 @@ struct Int8Kernel {
   void (*compute)(const Int8Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 };
 
-extern const Int8Kernel int8_avx512_vnni;  // int8_avx512_vnni.cpp
+extern const Int8Kernel int8_amx;              // int8_amx.cpp: TDPBUSD on AMX tiles
+extern const Int8Kernel int8_amx_model;        // the same loops, the tile products in plain code
+extern const Int8Kernel int8_avx512_vnni;      // int8_avx512_vnni.cpp
+extern const Int8Kernel int8_avx_vnni;         // int8_avx2.cpp: VPDPBUSD on 256 bits (VEX)
+extern const Int8Kernel int8_avx_vnni_model;   // the same loops with AVX512_VNNI's 256-bit form
+extern const Int8Kernel int8_avx2;             // VPMADDUBSW and VPMADDWD, 7-bit weights
 
 }  // namespace rosetta::detail

@@ -45,29 +45,29 @@ Product gemm(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b
 }
 
 namespace {
-// The scale of n values at(0 .. n-1), and their quantized values.
-float quantize(int64_t n, const auto& at, std::vector<int32_t>& q) {
+// The scale of n values at(0 .. n-1), and their values quantized to [-qmax, qmax].
+float quantize(int64_t n, const auto& at, int qmax, std::vector<int32_t>& q) {
   float amax = 0;
   for (int64_t k = 0; k < n; ++k) amax = std::max(amax, std::fabs(at(k)));
   const bool usable = amax > 0 && std::isfinite(amax);
-  const float inv = usable ? 127.0f / amax : 0.0f;
+  const float m = float(qmax), inv = usable ? m / amax : 0.0f;
   q.assign(size_t(n), 0);
   if (usable)
-    for (int64_t k = 0; k < n; ++k) q[size_t(k)] = int32_t(std::clamp(std::nearbyint(at(k) * inv), -127.0f, 127.0f));
-  return usable ? amax / 127.0f : 0.0f;
+    for (int64_t k = 0; k < n; ++k) q[size_t(k)] = int32_t(std::clamp(std::nearbyint(at(k) * inv), -m, m));
+  return usable ? amax / m : 0.0f;
 }
 }  // namespace
 
-Int8Product gemm_int8(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b) {
+Int8Product gemm_int8(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b, int w_max) {
   Int8Product p{std::vector<int32_t>(size_t(M * N)), std::vector<float>(size_t(M)), std::vector<float>(size_t(N)),
                 std::vector<float>(size_t(M * N))};
   std::vector<std::vector<int32_t>> qa, qb;
   qa.resize(size_t(M));
   qb.resize(size_t(N));
   for (int64_t i = 0; i < M; ++i)
-    p.row_scale[size_t(i)] = quantize(K, [&](int64_t k) { return a.at(i, k); }, qa[size_t(i)]);
+    p.row_scale[size_t(i)] = quantize(K, [&](int64_t k) { return a.at(i, k); }, 127, qa[size_t(i)]);
   for (int64_t j = 0; j < N; ++j)
-    p.col_scale[size_t(j)] = quantize(K, [&](int64_t k) { return b.at(k, j); }, qb[size_t(j)]);
+    p.col_scale[size_t(j)] = quantize(K, [&](int64_t k) { return b.at(k, j); }, w_max, qb[size_t(j)]);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       int32_t sum = 0;

@@ -30,14 +30,15 @@ struct Product {
 };
 Product gemm(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b, bool bf16 = false);
 
-// An int8 product as the int8 kernels define it (int8_kernel.h): A quantized by rows, op(B) by
-// columns, each by scale = max |x| / 127 to q = x * (127 / max |x|) rounded to nearest even (in
-// fp32; scale 0 and q 0 where max |x| is 0 or not finite); the products summed exactly in int32;
+// An int8 product as the int8 kernels define it (int8_kernel.h): A quantized by rows to
+// [-127, 127], op(B) by columns to [-w_max, w_max] (the kernel's Int8Kernel::w_max), each by
+// scale = max |x| / range to q = x * (range / max |x|) rounded to nearest even (in fp32; scale 0
+// and q 0 where max |x| is 0 or not finite); the products summed exactly in int32;
 // c[i][j] = float(sums[i][j]) * (row_scale[i] * col_scale[j]) in fp32, before any bias.
 struct Int8Product {
   std::vector<int32_t> sums;
   std::vector<float> row_scale, col_scale, c;
 };
-Int8Product gemm_int8(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b);
+Int8Product gemm_int8(int64_t M, int64_t N, int64_t K, const Operand& a, const Operand& b, int w_max = 127);
 
 }  // namespace rosetta::detail::reference

@@ -13,10 +13,12 @@
 //   tiles (bf16_uses_amx(); ROSETTA_AMX=0 in the environment turns them off). Operands are
 //   rounded to bf16 (round to nearest even) as they are packed; products and sums are fp32, and
 //   so is the result.
-// - int8 (Precision::int8, inference only): rosetta's own micro-kernels on AVX512_VNNI
-//   (VPDPBUSD: four int8 products summed into int32 lanes) for the products of activations by
-//   weights while decoding (inside a PackedWeightsScope): each weight column quantized to int8
-//   once, each activation row as the product runs, sums exact in int32, results fp32.
+// - int8 (Precision::int8, inference only): rosetta's own micro-kernels on AMX tiles
+//   (TDPBUSD), AVX512_VNNI or AVX-VNNI (VPDPBUSD: four int8 products summed into int32 lanes), or
+//   AVX2 (VPMADDUBSW and VPMADDWD, with 7-bit activations so that no int16 pair saturates) for the
+//   products of activations by weights while decoding (inside a PackedWeightsScope): each weight
+//   column quantized to int8 once, each activation row as the product runs, sums exact in int32,
+//   results fp32 (int8_kernel_name() names the kernel).
 #pragma once
 
 #include <string>
@@ -34,7 +36,9 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_bf16 = false;               // VDPBF16PS, VCVTNEPS2BF16
   bool avx512_vnni = false;               // VPDPBUSD: int8 dot products summed in int32
+  bool avx_vnni = false;                  // the same on 256 bits, VEX-encoded (Alder Lake, Zen 5)
   bool amx_tile = false, amx_bf16 = false;  // TDPBF16PS on tiles (the OS saves the tile state)
+  bool amx_int8 = false;                    // TDPBUSD on tiles
 };
 
 // Read once (cpuid and xgetbv) and cached. On a CPU that is not x86-64 every flag is false.
@@ -112,9 +116,10 @@ constexpr EnumNames<PrecisionChoice, 4> enum_names(PrecisionChoice) {
 inline const char* precision_choice_name(PrecisionChoice p) { return enum_name(p); }
 inline PrecisionChoice parse_precision_choice(const std::string& s) { return parse_enum<PrecisionChoice>(s); }
 
-// True when the CPU has int8 dot products (AVX512_VNNI with AVX-512 F/BW/VL/DQ) that rosetta's
-// int8 kernels use.
+// True when one of rosetta's int8 kernels runs on this CPU (AVX2 at least).
 bool int8_supported();
+// The int8 kernel decoding runs on here ("AMX-INT8", "AVX512_VNNI", "AVX-VNNI", "AVX2"), "" where none.
+const char* int8_kernel_name();
 
 // True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
 bool bf16_supported();
