@@ -1,39 +1,18 @@
 // rosetta eval: translate a test set and score it; rosetta score: score given translations.
-#include <nlohmann/json.hpp>
-
 #include <iostream>
 
 #include "commands.h"
 #include "decode_args.h"
 #include "log.h"
 #include "rosetta/train/resources.h"
-#include "rosetta/report/report.h"
 #include "rosetta/core/io.h"
-#include "rosetta/data/corpus.h"
-#include "rosetta/data/metrics.h"
+#include "rosetta/translator/evaluate.h"
 #include "text_io.h"
 #include "layers.h"
 
 namespace rosetta::cli {
 
 namespace {
-
-// Prints the scores (as JSON: `extra` with them) and returns that JSON.
-nlohmann::json report(const std::vector<std::string>& hyps, const std::vector<std::string>& refs, bool as_json,
-                      nlohmann::json extra = nlohmann::json::object()) {
-  const auto bleu = data::corpus_bleu(hyps, refs);
-  const auto chrf = data::corpus_chrf(hyps, refs);
-  extra["bleu"] = bleu.score;
-  extra["chrf"] = chrf.score;
-  extra["bleu_precisions"] = bleu.precisions;
-  extra["brevity_penalty"] = bleu.bp;
-  extra["hyp_len"] = bleu.hyp_len;
-  extra["ref_len"] = bleu.ref_len;
-  extra["sentences"] = hyps.size();
-  if (as_json) std::cout << extra.dump() << "\n";
-  else std::cout << bleu.str() << "\n" << chrf.str() << "\n";
-  return extra;
-}
 
 struct EvalArgs {
   std::string model, test, src, ref, output, checkpoint = "best";
@@ -50,44 +29,24 @@ void run_eval(const EvalArgs& a) {
   const MemoryBudget budget(a.decode.memory_limit);  // what is available before loading
   budget.check(loading_plan(weights_to_load(a.model, a.checkpoint)));
   const Translator t = Translator::load(a.model, a.checkpoint);
-  const data::Corpus corpus = a.test.empty() ? data::read_aligned(a.src, a.ref) : data::read_tsv(a.test);
-  std::vector<std::string> srcs, refs;
-  for (const auto& p : corpus.pairs) {
-    srcs.push_back(p.src);
-    refs.push_back(p.tgt);
-  }
-  ROSETTA_CHECK(!srcs.empty(), "the test set has no sentence pairs");
-  int64_t truncated = 0;
-  std::vector<std::vector<nn::Hypothesis>> hyps;
-  TranslationProgress progress(int64_t(srcs.size()));
-  try {
-    hyps = t.translate(srcs, a.decode.options(), a.batch_tokens, &truncated,
-                       decoding_check(budget, t.model->options(), a.decode.options(), a.batch_tokens),
-                       [&](int64_t n) { progress.add(n); });
-  } catch (const Error& e) {
-    progress.clear();
-    ROSETTA_FAIL(a.test.empty() ? a.src : a.test, ": ", e.what());
-  }
+  const TestSet test = read_test_set(a.test, a.src, a.ref);
+  TranslationProgress progress(int64_t(test.pairs.size()));
+  const Evaluation e =
+      evaluate(t, test, a.decode.options(), a.batch_tokens,
+               decoding_check(budget, t.model->options(), a.decode.options(), a.batch_tokens),
+               [&](int64_t n) { progress.add(n); });
   progress.clear();
-  if (truncated) spdlog::warn("{} test source(s) were truncated to the model's maximum length", truncated);
-  std::vector<std::string> text;
+  if (e.truncated) spdlog::warn("{} test source(s) were truncated to the model's maximum length", e.truncated);
   std::string all;
-  for (const auto& h : hyps) {
-    text.push_back(h.empty() ? "" : t.codec.decode_target(h[0].tokens));
-    all += text.back() + "\n";
-  }
+  for (const std::string& line : e.translations) all += line + "\n";
   if (!a.output.empty()) write_text(a.output, all);
-  nlohmann::json scores = report(text, refs, a.json,
-                                 {{"model", t.weights_path}, {"beam", a.decode.beam},
-                                  {"length_penalty", a.decode.length_penalty}, {"max_len_a", a.decode.max_len_a},
-                                  {"max_len_b", a.decode.max_len_b}});
+  std::cout << (a.json ? e.json() + "\n" : scores_text(e.scores));
   // For rosetta report; the scores are printed already, so a run directory that cannot be
   // written to is only a warning.
-  scores["test"] = a.test.empty() ? a.src + " / " + a.ref : a.test;
   try {
-    write_file_atomic(RunPaths(a.model).eval(), scores.dump(2) + "\n");
-  } catch (const Error& e) {
-    spdlog::warn("could not write {}: {}", RunPaths(a.model).eval(), e.what());
+    write_file_atomic(RunPaths(a.model).eval(), e.record());
+  } catch (const Error& x) {
+    spdlog::warn("could not write {}: {}", RunPaths(a.model).eval(), x.what());
   }
 }
 
@@ -103,7 +62,8 @@ void run_score(const ScoreArgs& a) {
   ROSETTA_CHECK(!hyps.empty(), a.hyp, " is empty");
   for (size_t i = 0; i < refs.size(); ++i)  // named here by file and line (the scorer knows an index)
     ROSETTA_CHECK(!refs[i].empty(), a.ref, ":", i + 1, ": an empty reference (sacreBLEU rejects them too)");
-  report(hyps, refs, a.json);
+  const Scores scores = score_translations(hyps, refs);
+  std::cout << (a.json ? scores_json(scores) + "\n" : scores_text(scores));
 }
 
 }  // namespace
