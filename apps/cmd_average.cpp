@@ -35,17 +35,11 @@ void run_average(const AverageArgs& a) {
   if (!a.model.empty()) {
     ROSETTA_CHECK(fs::is_directory(a.model), "--model ", a.model, " is not a directory (give a run directory ",
                   "made by rosetta train)");
-    const RunPaths run(a.model);
-    const auto snapshots = step_snapshots(a.model);
-    ROSETTA_CHECK(!snapshots.empty(), a.model, " holds no step-*.safetensors snapshots to average: train with ",
-                  "rosetta train --keep-checkpoints K to keep the K newest");
-    // The K highest steps, by the number in the name: file times change when files are copied.
-    const size_t k = std::min(size_t(a.last), snapshots.size());
-    if (k < size_t(a.last))
-      spdlog::warn("{} holds {} step snapshot(s), fewer than --last {}: averaging those", a.model, k, a.last);
-    for (size_t i = snapshots.size() - k; i < snapshots.size(); ++i)
-      inputs.push_back({snapshots[i].second, std::to_string(snapshots[i].first)});
-    if (out.empty()) out = run.averaged();
+    inputs = newest_snapshots(a.model, size_t(a.last));
+    if (inputs.size() < size_t(a.last))
+      spdlog::warn("{} holds {} step snapshot(s), fewer than --last {}: averaging those", a.model, inputs.size(),
+                   a.last);
+    if (out.empty()) out = RunPaths(a.model).averaged();
   } else {
     ROSETTA_CHECK(!out.empty(), "give --out FILE with --inputs");
     for (const std::string& path : a.inputs) inputs.push_back({path, ""});

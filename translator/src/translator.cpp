@@ -48,6 +48,16 @@ std::vector<std::pair<int64_t, std::string>> step_snapshots(const std::string& d
   return out;
 }
 
+std::vector<train::AverageInput> newest_snapshots(const std::string& dir, size_t last) {
+  const auto snapshots = step_snapshots(dir);
+  ROSETTA_CHECK(!snapshots.empty(), dir, " holds no step-*.safetensors snapshots to average: train with ",
+                "rosetta train --keep-checkpoints K to keep the K newest");
+  std::vector<train::AverageInput> out;
+  for (size_t i = snapshots.size() - std::min(last, snapshots.size()); i < snapshots.size(); ++i)
+    out.push_back({snapshots[i].second, std::to_string(snapshots[i].first)});
+  return out;
+}
+
 // ------------------------------------------------------------------ codec
 
 Codec Codec::sentencepiece(data::Tokenizer src, data::Tokenizer tgt) {

@@ -21,6 +21,7 @@
 #include "rosetta/data/tokenizer.h"
 #include "rosetta/nn/search.h"
 #include "rosetta/nn/transformer.h"
+#include "rosetta/train/average.h"
 #include "rosetta/train/process_group.h"
 
 namespace rosetta::translator {
@@ -60,6 +61,11 @@ void check_output_path(const std::string& path, const std::string& flag, OutputK
 // exactly as RunPaths::snapshot names them (step-<STEP>.safetensors, STEP in decimal without
 // leading zeros). Other files, such as write_file_atomic's temporaries, are not listed.
 std::vector<std::pair<int64_t, std::string>> step_snapshots(const std::string& dir);
+// The `last` newest of them (the highest steps, by the number in the name: file times change
+// when files are copied), oldest first, each with its step: what `rosetta average --model`
+// averages (train::average_weight_files). Fewer where the run holds fewer; throws when it holds
+// none.
+std::vector<train::AverageInput> newest_snapshots(const std::string& dir, size_t last);
 
 // Text <-> ids. For translation, SentencePiece models; for the copy task, symbols written as
 // space-separated integers 0..N-1 (ids 4..N+3).
