@@ -15,7 +15,7 @@ void register_bench(CLI::App& app) {
   struct BenchArgs : BenchOptions {
     int threads = 2;
     bool decode = false;
-    std::string precision = "auto";
+    PrecisionChoice precision = PrecisionChoice::automatic;
   };
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "training or decoding throughput on fixed benchmark shapes");
@@ -30,10 +30,9 @@ void register_bench(CLI::App& app) {
                   "BLAS's threads, else 1)")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--decode", a->decode, "time greedy and beam-4 decoding instead of training");
-  cmd->add_option("--precision", a->precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
-      ->capture_default_str();
+  add_enum_option(*cmd, "--precision", a->precision, kPrecisionHelp, kPrecisionChoices);
   cmd->callback([a] {
-    ROSETTA_CHECK(a->decode || a->precision != "int8",
+    ROSETTA_CHECK(a->decode || a->precision != PrecisionChoice::int8,
                   "--precision int8 is for decoding (bench --decode, translate, eval); training runs fp32 or bf16");
     set_num_threads(a->threads);
     apply_precision(a->precision, /*say_auto=*/true);

@@ -29,7 +29,7 @@ struct DecodeArgs {
   int64_t max_len_b = 10;
   int no_repeat_ngram = 0;   // > 0: no hypothesis repeats an n-gram of this length
   std::string memory_limit;  // "" = what is available (resources.h)
-  std::string precision = "auto";  // of matrix products: fp32 | bf16 | int8 | auto
+  PrecisionChoice precision = PrecisionChoice::automatic;  // of matrix products
 
   nn::SearchOptions options() const {
     return nn::SearchOptions().beam(beam).length_penalty(length_penalty).max_len_a(max_len_a).max_len_b(max_len_b)
@@ -48,10 +48,10 @@ inline constexpr const char* kPrecisionHelp =
 // (bf16 absent, or slower than fp32), one line says so; under `auto`, the default, translate and
 // eval say nothing (auto's choice is the CPU's best, and a line on every call is noise), while
 // bench (say_auto) names it beside its figures.
-inline void apply_precision(const std::string& choice, bool say_auto = false) {
+inline void apply_precision(PrecisionChoice choice, bool say_auto = false) {
   std::string note;
   set_matmul_precision(resolve_precision(choice, &note));
-  if (!note.empty() && (choice != "auto" || say_auto)) spdlog::info(note);
+  if (!note.empty() && (choice != PrecisionChoice::automatic || say_auto)) spdlog::info(note);
 }
 
 // The weights file `--checkpoint which` loads from the run `model`; says so when `best`, asked for,
@@ -73,8 +73,7 @@ inline void add_decode_options(CLI::App& cmd, DecodeArgs& a) {
       ->capture_default_str();
   cmd.add_option("--no-repeat-ngram", a.no_repeat_ngram, "N > 0: no translation repeats an N-gram of pieces (0: off)")
       ->check(CLI::Range(0, 64))->capture_default_str();
-  cmd.add_option("--precision", a.precision, kPrecisionHelp)->check(CLI::IsMember(kPrecisionChoices))
-      ->capture_default_str();
+  add_enum_option(cmd, "--precision", a.precision, kPrecisionHelp, kPrecisionChoices);
   cmd.add_option("--memory-limit", a.memory_limit,
                  "memory it may use, e.g. 2G or 512M (default: what is available); a model or batch that "
                  "needs more is refused before it is loaded or decoded");

@@ -24,19 +24,6 @@ void check_integer(CLI::Option* opt) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) opt->check(whole_number<T>());
 }
 
-// An enum option takes its words (`choices`, or all of the enum's), and shows them and its
-// default as a text option does: "--schedule TEXT:{constant,...}=inverse-sqrt".
-template <class E>
-CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, E& value, const std::string& description,
-                             std::vector<std::string> choices = {}) {
-  if (choices.empty()) choices = enum_words<E>();
-  return cmd
-      .add_option_function<std::string>(
-          flag, [&value](const std::string& word) { value = parse_enum<E>(word); }, description)
-      ->check(CLI::IsMember(choices))
-      ->default_str(enum_name(value));
-}
-
 template <class T>
 CLI::Option* add_model_flag(CLI::App& cmd, T& value, const nn::OptionField& f) {
   if constexpr (std::is_enum_v<T>) {

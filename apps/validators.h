@@ -1,4 +1,5 @@
-// Checks of the CLI's numbers that CLI11 2.1's own validators let through.
+// Checks of the CLI's numbers that CLI11 2.1's own validators let through, and options whose
+// words are an enum's.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,9 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <vector>
+
+#include "rosetta/core/enum_names.h"
 
 namespace rosetta::cli {
 
@@ -40,6 +44,19 @@ inline CLI::Validator whole_number() {
         return std::string();
       },
       "");
+}
+
+// An enum option takes its words (`choices`, or all of the enum's), and shows them and its
+// default as a text option does: "--schedule TEXT:{constant,...}=inverse-sqrt".
+template <class E>
+CLI::Option* add_enum_option(CLI::App& cmd, const std::string& flag, E& value, const std::string& description,
+                             std::vector<std::string> choices = {}) {
+  if (choices.empty()) choices = enum_words<E>();
+  return cmd
+      .add_option_function<std::string>(
+          flag, [&value](const std::string& word) { value = parse_enum<E>(word); }, description)
+      ->check(CLI::IsMember(choices))
+      ->default_str(enum_name(value));
 }
 
 }  // namespace rosetta::cli
