@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <optional>
-#include <sstream>
 
 #include "commands.h"
 #include "decode_args.h"
@@ -23,15 +22,6 @@ struct TranslateArgs {
   int64_t batch_tokens = 2048;
   bool stream = false, stream_given = false;
 };
-
-// The output lines of source `index`: its best translation, or its n best as
-// "index ||| translation ||| score".
-std::string output_lines(const Translator& t, int n_best, int64_t index, const std::vector<nn::Hypothesis>& hyps) {
-  if (n_best == 0) return (hyps.empty() ? "" : t.codec.decode_target(hyps[0].tokens)) + "\n";
-  std::ostringstream out;
-  for (const auto& h : hyps) out << index << " ||| " << t.codec.decode_target(h.tokens) << " ||| " << h.score << "\n";
-  return out.str();
-}
 
 // Lines are translated a chunk at a time (StreamOptions) and written as each chunk is done; with
 // --stream each line as soon as it is read. Sources longer than the model's maximum length are
@@ -56,7 +46,7 @@ void run(const TranslateArgs& a) {
   std::vector<int32_t> first_best;
   StreamCallbacks callbacks;
   callbacks.emit = [&](int64_t index, const std::string& source, const std::vector<nn::Hypothesis>& hyps) {
-    out.write(output_lines(t, a.n_best, index, hyps));
+    out.write(hypothesis_lines(t.codec, a.n_best, index, hyps));
     if (stream) out.flush();
     if (index == 0 && !hyps.empty()) first_line = source, first_best = hyps[0].tokens;
   };

@@ -141,3 +141,12 @@ TEST_CASE("translate_stream names the line a codec rejects and counts truncated 
                     Catch::Contains(bad.path.string() + ": line 5: copy task: 'x'"));
   CHECK(emitted == 3);  // the first chunk was out before the second was read
 }
+
+TEST_CASE("hypothesis_lines writes the best translation, or the n best with their index and score", "[translate]") {
+  const translator::Codec codec = translator::Codec::symbols(10);
+  // Ids 4.. are the symbols 0..; the ids below (pad, unk, bos, eos) are not written.
+  const std::vector<nn::Hypothesis> hyps{{{5, 6, 3}, -0.25, -0.75}, {{7}, -1.5, -1.5}};
+  CHECK(translator::hypothesis_lines(codec, 0, 3, hyps) == "1 2\n");
+  CHECK(translator::hypothesis_lines(codec, 0, 3, {}) == "\n");
+  CHECK(translator::hypothesis_lines(codec, 2, 3, hyps) == "3 ||| 1 2 ||| -0.25\n3 ||| 3 ||| -1.5\n");
+}

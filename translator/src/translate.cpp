@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <sstream>
 
 #include "rosetta/core/ops.h"
 #include "rosetta/translator/translator.h"
@@ -136,6 +137,13 @@ StreamCounts translate_stream(const nn::Transformer& model, const Codec& codec, 
     counts.lines += int64_t(chunk.size());
   }
   return counts;
+}
+
+std::string hypothesis_lines(const Codec& codec, int n_best, int64_t index, const std::vector<nn::Hypothesis>& hyps) {
+  if (n_best == 0) return (hyps.empty() ? "" : codec.decode_target(hyps[0].tokens)) + "\n";
+  std::ostringstream out;
+  for (const auto& h : hyps) out << index << " ||| " << codec.decode_target(h.tokens) << " ||| " << h.score << "\n";
+  return out.str();
 }
 
 }  // namespace rosetta::translator

@@ -156,6 +156,10 @@ StreamCounts translate_stream(const nn::Transformer& model, const Codec& codec, 
                               const nn::SearchOptions& options, int64_t batch_tokens, const StreamOptions& stream,
                               const StreamCallbacks& callbacks);
 
+// The lines `rosetta translate` writes for source `index` (from 0): its best translation, or
+// with n_best > 0 its n best as "index ||| translation ||| score".
+std::string hypothesis_lines(const Codec& codec, int n_best, int64_t index, const std::vector<nn::Hypothesis>& hyps);
+
 // The beam `rosetta translate` and `eval` decode with unless told otherwise (chosen on the
 // validation set: docs/results/recipes.md#the-levers-one-by-one-2026-11-23-to-2026-11-29-the-machine-in-each-row),
 // and with which a run's last choice of its best weights translates the validation set (run.h).
