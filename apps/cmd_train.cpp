@@ -77,10 +77,7 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const s
   };
   hooks.validated = [](const RunPaths& run, int64_t step, const TranslationScores& v) {
     try {  // the report follows the run; it never stops training
-      if (!v.hyp.empty()) append_translations(run.dir, step, v.src, v.ref, v.hyp);
-      std::vector<std::string> warnings;
-      write_report({run.dir}, run.report(), {}, &warnings);
-      for (const std::string& w : warnings) spdlog::warn("{}", w);
+      for (const std::string& w : record_validation(run.dir, step, v.src, v.ref, v.hyp)) spdlog::warn("{}", w);
     } catch (const std::exception& e) {
       spdlog::warn("could not update {}: {}", run.report(), e.what());
     }

@@ -35,6 +35,14 @@ void append_translations(const std::string& run_dir, int64_t step, const std::ve
   ROSETTA_CHECK(out, path, ": cannot append");
 }
 
+std::vector<std::string> record_validation(const std::string& run_dir, int64_t step, const std::vector<std::string>& src,
+                                           const std::vector<std::string>& ref, const std::vector<std::string>& hyp) {
+  if (!hyp.empty()) append_translations(run_dir, step, src, ref, hyp);
+  std::vector<std::string> warnings;
+  write_report({run_dir}, translator::RunPaths(run_dir).report(), {}, &warnings);
+  return warnings;
+}
+
 namespace detail {
 
 namespace {

@@ -40,6 +40,13 @@ std::string report_html(const std::vector<std::string>& runs, const ReportOption
 void write_report(const std::vector<std::string>& runs, const std::string& out, const ReportOptions& options = {},
                   std::vector<std::string>* warnings = nullptr);
 
+// What `rosetta train` does after each validation (its RunHooks::validated) so that the run's
+// page follows the run: appends the sample translations, when there are any, to
+// translations.jsonl (append_translations) and writes RUN/report.html again (write_report).
+// Returns the page's warnings; throws when a file cannot be written.
+std::vector<std::string> record_validation(const std::string& run_dir, int64_t step, const std::vector<std::string>& src,
+                                           const std::vector<std::string>& ref, const std::vector<std::string>& hyp);
+
 // `rosetta plot`'s chart of a run: the training and validation loss by update step and, on a
 // right axis where any was measured, the validation BLEU, as an SVG. `warn` (if given) gets a line
 // for each line of metrics.jsonl skipped as it is read (not a JSON object: e.g. the last line of
