@@ -26,13 +26,7 @@ void run_prepare_corpus(const PrepareArgs& a) {
       data::DingOptions().valid(a.valid).test(a.test).phrases(a.phrases);
   spdlog::info("reading {}", a.ding);
   const data::DingCounts c = data::prepare_ding_corpus(a.ding, a.out, options);
-  spdlog::info("{} entries, {} misaligned, {} sentence pairs, {} duplicates removed", c.lines,
-               c.misaligned, c.sentence_pairs, c.duplicates);
-  spdlog::info("wrote {}/train.tsv ({} pairs), valid.tsv ({}), test.tsv ({})", a.out, c.train,
-               c.valid, c.test);
-  if (a.phrases) spdlog::info("wrote {}/phrases.tsv ({} pairs)", a.out, c.phrases);
-  spdlog::info("removed {} training pairs and {} phrases whose source or target is a validation or test sentence",
-               c.held_out_train, c.held_out_phrases);
+  for (const std::string& line : data::summary(c, options, a.out)) spdlog::info("{}", line);
 }
 
 }  // namespace

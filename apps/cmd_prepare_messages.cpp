@@ -34,17 +34,7 @@ void run_prepare_messages(const PrepareMessagesArgs& a) {
   const data::MessagesCounts c = data::prepare_messages_corpus(inputs, a.out, options);
   for (const auto& [name, pairs] : c.catalog_pairs) spdlog::info("{}: {} pairs", name, pairs);
   for (const auto& [name, reason] : c.skipped) spdlog::warn("skipped {}: {}", name, reason);
-  spdlog::info("{} catalogs read, {} skipped; {} entries ({} plural, singular taken)", c.catalogs,
-               c.skipped.size(), c.entries, c.plurals);
-  spdlog::info("dropped: {} untranslated, {} multi-line, {} shorter than {} characters, {} longer "
-               "than {}, {} identical on both sides",
-               c.untranslated, c.not_one_line, c.too_short, a.min_chars, c.too_long, a.max_chars,
-               c.same);
-  spdlog::info("{} pairs, {} duplicates removed", c.pairs, c.duplicates);
-  spdlog::info("wrote {}/train.tsv ({} pairs), valid.tsv ({}), test.tsv ({})", a.out, c.train,
-               c.valid, c.test);
-  spdlog::info("removed {} training pairs whose German or English side is a validation or test "
-               "text", c.held_out_train);
+  for (const std::string& line : data::summary(c, options, a.out)) spdlog::info("{}", line);
 }
 
 }  // namespace

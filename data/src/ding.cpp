@@ -285,4 +285,17 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
   return counts;
 }
 
+std::vector<std::string> summary(const DingCounts& c, const DingOptions& o, const std::string& out_dir) {
+  using std::to_string;
+  std::vector<std::string> lines{
+      to_string(c.lines) + " entries, " + to_string(c.misaligned) + " misaligned, " + to_string(c.sentence_pairs) +
+          " sentence pairs, " + to_string(c.duplicates) + " duplicates removed",
+      "wrote " + out_dir + "/train.tsv (" + to_string(c.train) + " pairs), valid.tsv (" + to_string(c.valid) +
+          "), test.tsv (" + to_string(c.test) + ")"};
+  if (o.phrases_) lines.push_back("wrote " + out_dir + "/phrases.tsv (" + to_string(c.phrases) + " pairs)");
+  lines.push_back("removed " + to_string(c.held_out_train) + " training pairs and " + to_string(c.held_out_phrases) +
+                  " phrases whose source or target is a validation or test sentence");
+  return lines;
+}
+
 }  // namespace rosetta::data

@@ -148,4 +148,19 @@ MessagesCounts prepare_messages_corpus(const std::vector<std::filesystem::path>&
   return c;
 }
 
+std::vector<std::string> summary(const MessagesCounts& c, const MessagesOptions& o, const std::string& out_dir) {
+  using std::to_string;
+  return {to_string(c.catalogs) + " catalogs read, " + to_string(c.skipped.size()) + " skipped; " +
+              to_string(c.entries) + " entries (" + to_string(c.plurals) + " plural, singular taken)",
+          "dropped: " + to_string(c.untranslated) + " untranslated, " + to_string(c.not_one_line) + " multi-line, " +
+              to_string(c.too_short) + " shorter than " + to_string(o.min_chars_) + " characters, " +
+              to_string(c.too_long) + " longer than " + to_string(o.max_chars_) + ", " + to_string(c.same) +
+              " identical on both sides",
+          to_string(c.pairs) + " pairs, " + to_string(c.duplicates) + " duplicates removed",
+          "wrote " + out_dir + "/train.tsv (" + to_string(c.train) + " pairs), valid.tsv (" + to_string(c.valid) +
+              "), test.tsv (" + to_string(c.test) + ")",
+          "removed " + to_string(c.held_out_train) +
+              " training pairs whose German or English side is a validation or test text"};
+}
+
 }  // namespace rosetta::data

@@ -256,3 +256,17 @@ TEST_CASE("ding: prepare_ding_corpus errors", "[data]") {
   CHECK_THROWS_WITH(prepare_ding_corpus(tiny, dir.path() / "o", DingOptions().valid(1).test(1)),
                     Contains("none left for training"));
 }
+
+TEST_CASE("ding: the summary of prepare_ding_corpus names every count, phrases.tsv only when written", "[data]") {
+  DingCounts c;
+  c.lines = 9, c.misaligned = 1, c.sentence_pairs = 8, c.duplicates = 2;
+  c.train = 4, c.valid = 1, c.test = 1, c.phrases = 7, c.held_out_train = 2, c.held_out_phrases = 3;
+  const std::vector<std::string> with_phrases{
+      "9 entries, 1 misaligned, 8 sentence pairs, 2 duplicates removed",
+      "wrote out/train.tsv (4 pairs), valid.tsv (1), test.tsv (1)", "wrote out/phrases.tsv (7 pairs)",
+      "removed 2 training pairs and 3 phrases whose source or target is a validation or test sentence"};
+  CHECK(summary(c, DingOptions().phrases(true), "out") == with_phrases);
+  std::vector<std::string> without = with_phrases;
+  without.erase(without.begin() + 2);
+  CHECK(summary(c, DingOptions(), "out") == without);
+}

@@ -214,3 +214,17 @@ TEST_CASE("messages: errors name the input", "[data]") {
   CHECK_THROWS_WITH(prepare_messages_corpus({ru.path()}, ru.path() / "o"),
                     Contains("none of the 1 catalogs could be read") && Contains("KOI8-R"));
 }
+
+TEST_CASE("messages: the summary of prepare_messages_corpus names every count and the length limits", "[data]") {
+  MessagesCounts c;
+  c.catalogs = 3, c.skipped = {{"a.mo", "charset"}}, c.entries = 50, c.plurals = 4;
+  c.untranslated = 5, c.not_one_line = 6, c.too_short = 7, c.too_long = 8, c.same = 9;
+  c.pairs = 15, c.duplicates = 2, c.train = 9, c.valid = 2, c.test = 2, c.held_out_train = 1;
+  CHECK(summary(c, MessagesOptions().min_chars(3).max_chars(120), "out") ==
+        std::vector<std::string>{
+            "3 catalogs read, 1 skipped; 50 entries (4 plural, singular taken)",
+            "dropped: 5 untranslated, 6 multi-line, 7 shorter than 3 characters, 8 longer than 120, 9 identical on "
+            "both sides",
+            "15 pairs, 2 duplicates removed", "wrote out/train.tsv (9 pairs), valid.tsv (2), test.tsv (2)",
+            "removed 1 training pairs whose German or English side is a validation or test text"});
+}

@@ -100,4 +100,9 @@ DingCounts prepare_ding_corpus(const std::filesystem::path& ding_path,
                                const std::filesystem::path& out_dir,
                                const DingOptions& options = {});
 
+// What prepare_ding_corpus did, as the lines `rosetta prepare-corpus` logs: the entries and
+// pairs read, the files written in `out_dir` (phrases.tsv where options.phrases) and the pairs
+// held out.
+std::vector<std::string> summary(const DingCounts& counts, const DingOptions& options, const std::string& out_dir);
+
 }  // namespace rosetta::data

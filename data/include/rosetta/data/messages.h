@@ -101,4 +101,10 @@ MessagesCounts prepare_messages_corpus(const std::vector<std::filesystem::path>&
                                        const std::filesystem::path& out_dir,
                                        const MessagesOptions& options = {});
 
+// What prepare_messages_corpus did, as the lines `rosetta prepare-messages` logs after those of
+// each catalog (catalog_pairs, skipped): the catalogs and entries read, the entries dropped and
+// why, the pairs kept, the files written in `out_dir` and the pairs held out.
+std::vector<std::string> summary(const MessagesCounts& counts, const MessagesOptions& options,
+                                 const std::string& out_dir);
+
 }  // namespace rosetta::data
