@@ -57,12 +57,7 @@ struct ScoreArgs {
 
 void run_score(const ScoreArgs& a) {
   const auto hyps = read_lines(a.hyp), refs = read_lines(a.ref);
-  ROSETTA_CHECK(hyps.size() == refs.size(), a.hyp, " has ", hyps.size(), " lines but ", a.ref, " has ",
-                refs.size());
-  ROSETTA_CHECK(!hyps.empty(), a.hyp, " is empty");
-  for (size_t i = 0; i < refs.size(); ++i)  // named here by file and line (the scorer knows an index)
-    ROSETTA_CHECK(!refs[i].empty(), a.ref, ":", i + 1, ": an empty reference (sacreBLEU rejects them too)");
-  const Scores scores = score_translations(hyps, refs);
+  const Scores scores = score_lines(hyps, refs, a.hyp, a.ref);
   std::cout << (a.json ? scores_json(scores) + "\n" : scores_text(scores));
 }
 

@@ -1,5 +1,5 @@
 // evaluate (rosetta eval): a model's translations of a test set, their scores, and the JSON that
-// eval prints and records in eval.json; score_translations (rosetta score).
+// eval prints and records in eval.json; score_translations and score_lines (rosetta score).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -41,7 +41,7 @@ translator::Translator copy_model() {
 
 }  // namespace
 
-TEST_CASE("score_translations gives sacreBLEU's corpus BLEU and chrF, as text and as JSON", "[evaluate]") {
+TEST_CASE("score_translations gives sacreBLEU's corpus BLEU and chrF, as text and as JSON; score_lines names bad files", "[evaluate]") {
   const std::vector<std::string> hyps{"the dog sees the ball .", "a cat"}, refs{"the dog sees the ball .", "the cat"};
   const translator::Scores s = translator::score_translations(hyps, refs);
   CHECK(s.bleu.score == data::corpus_bleu(hyps, refs).score);
@@ -58,6 +58,11 @@ TEST_CASE("score_translations gives sacreBLEU's corpus BLEU and chrF, as text an
   CHECK(j["bleu"] == s.bleu.score);
   CHECK(j["hyp_len"] == s.bleu.hyp_len);
   CHECK(j["sentences"] == 2);
+  CHECK(translator::score_lines(hyps, refs, "h", "r").bleu.score == s.bleu.score);
+  REQUIRE_THROWS_WITH(translator::score_lines(hyps, {"x"}, "h.txt", "r.txt"), "h.txt has 2 lines but r.txt has 1");
+  REQUIRE_THROWS_WITH(translator::score_lines({}, {}, "h.txt", "r.txt"), "h.txt is empty");
+  REQUIRE_THROWS_WITH(translator::score_lines(hyps, {"the dog", ""}, "h.txt", "r.txt"),
+                      "r.txt:2: an empty reference (sacreBLEU rejects them too)");
 }
 
 TEST_CASE("evaluate translates a test set, scores it, and names the test file in its errors", "[evaluate]") {

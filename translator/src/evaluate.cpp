@@ -34,6 +34,16 @@ Scores score_translations(const std::vector<std::string>& hyps, const std::vecto
   return {data::corpus_bleu(hyps, refs), data::corpus_chrf(hyps, refs), int64_t(hyps.size())};
 }
 
+Scores score_lines(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                   const std::string& hyp_file, const std::string& ref_file) {
+  ROSETTA_CHECK(hyps.size() == refs.size(), hyp_file, " has ", hyps.size(), " lines but ", ref_file, " has ",
+                refs.size());
+  ROSETTA_CHECK(!hyps.empty(), hyp_file, " is empty");
+  for (size_t i = 0; i < refs.size(); ++i)  // named here by file and line (the scorer knows an index)
+    ROSETTA_CHECK(!refs[i].empty(), ref_file, ":", i + 1, ": an empty reference (sacreBLEU rejects them too)");
+  return score_translations(hyps, refs);
+}
+
 std::string scores_text(const Scores& s) { return s.bleu.str() + "\n" + s.chrf.str() + "\n"; }
 
 std::string scores_json(const Scores& s) { return scores_object(s).dump(); }

@@ -22,6 +22,11 @@ struct Scores {
 };
 // Corpus BLEU and chrF of `hyps` against `refs` (one reference each, line-aligned).
 Scores score_translations(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+// score_translations of translations and references read from the files `hyp_file` and
+// `ref_file`, line by line. Throws naming the files when their numbers of lines differ or they
+// have none, and naming the file and line of an empty reference (sacreBLEU rejects them too).
+Scores score_lines(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                   const std::string& hyp_file, const std::string& ref_file);
 // sacreBLEU's two lines: "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = ...)\nchrF2 = 59.73\n".
 std::string scores_text(const Scores& s);
 // One line of JSON, keys sorted: bleu, bleu_precisions, brevity_penalty, chrf, hyp_len, ref_len,
