@@ -1,13 +1,9 @@
 // rosetta average: the elementwise mean of the model weights of several snapshots of one run
-// (train/average.h).
+// (train/average.h: average_weight_files, the output's format and metadata; translator.h:
+// newest_snapshots). `translate --checkpoint averaged` loads DIR/averaged.safetensors.
 //
 //   rosetta average --model DIR [--last K] [--out FILE]   the K newest DIR/step-*.safetensors
 //   rosetta average --inputs F1 F2 ... --out FILE         given files, oldest first
-//
-// The output has the weights-only format of best.safetensors and the metadata of the newest
-// (last) input, with average.steps (the steps averaged, comma-separated: from the snapshots'
-// names with --model, the files' train.step with --inputs) and a checksum of the averaged
-// tensors; `translate --checkpoint averaged` loads DIR/averaged.safetensors.
 #include <filesystem>
 
 #include "commands.h"

@@ -37,9 +37,7 @@ void run_eval(const EvalArgs& a) {
                [&](int64_t n) { progress.add(n); });
   progress.clear();
   if (e.truncated) spdlog::warn("{} test source(s) were truncated to the model's maximum length", e.truncated);
-  std::string all;
-  for (const std::string& line : e.translations) all += line + "\n";
-  if (!a.output.empty()) write_text(a.output, all);
+  if (!a.output.empty()) write_text(a.output, e.text());
   std::cout << (a.json ? e.json() + "\n" : scores_text(e.scores));
   // For rosetta report; the scores are printed already, so a run directory that cannot be
   // written to is only a warning.

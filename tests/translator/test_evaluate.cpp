@@ -82,6 +82,7 @@ TEST_CASE("evaluate translates a test set, scores it, and names the test file in
   const auto hyps = t.translate({"1 2 3", "4 5", "6 7 8 9"}, search, 64);
   REQUIRE(e.translations.size() == 3);
   for (size_t i = 0; i < 3; ++i) CHECK(e.translations[i] == t.codec.decode_target(hyps[i][0].tokens));
+  CHECK(e.text() == e.translations[0] + "\n" + e.translations[1] + "\n" + e.translations[2] + "\n");
   const auto scores = translator::score_translations(e.translations, {"1 2 3", "4 5", "6 7 8 9"});
   CHECK(e.scores.bleu.score == scores.bleu.score);
   CHECK(e.scores.chrf.score == scores.chrf.score);

@@ -48,6 +48,12 @@ std::string scores_text(const Scores& s) { return s.bleu.str() + "\n" + s.chrf.s
 
 std::string scores_json(const Scores& s) { return scores_object(s).dump(); }
 
+std::string Evaluation::text() const {
+  std::string all;
+  for (const std::string& line : translations) all += line + "\n";
+  return all;
+}
+
 std::string Evaluation::json() const { return evaluation_object(*this).dump(); }
 
 std::string Evaluation::record() const {

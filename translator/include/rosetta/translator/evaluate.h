@@ -52,6 +52,8 @@ struct Evaluation {
   nn::SearchOptions search;  // what it decoded with
   std::string test;          // TestSet::name
 
+  // The translations, one a line (`rosetta eval --output`).
+  std::string text() const;
   // scores_json's keys and the settings: model (the weights file), beam, length_penalty,
   // max_len_a and max_len_b; one line (`rosetta eval --json`).
   std::string json() const;
