@@ -73,7 +73,9 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(settings(translator::recipe_settings("small", 9))["ff"] == "1024");
   CHECK(settings(translator::recipe_settings("small", 9)).count("validate-every") == 0);
   CHECK(settings(translator::recipe_settings("small", 9))["max-tokens"] == "2500");
-  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses, true))["max-tokens"] == "2500");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses))["max-tokens"] == "2500");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses + 1, true))["max-tokens"] == "1250");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses + 1, true))["dropout"] == "0.1");
   CHECK(settings(translator::recipe_settings("large", 9, true))["max-tokens"] == "4000");
   auto large = settings(translator::recipe_settings("large", 40));
   CHECK(large["d-model"] == "512");
@@ -144,16 +146,23 @@ TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by upda
   c.train_repeat = 20;  // 20 passes: inverse-sqrt
   CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
   c.train_repeat = 40;
-  // Too few updates after the warm-up (a budget no longer than it would be refused): 1,000 <
-  // 4 x 300; 2,000 < 4 x a warm-up of 600 given.
+  // A budget of fewer than 4 x its warm-up's updates shortens the recipe's warm-up to a quarter
+  // of it (1,000 < 4 x 300: 250), so that the rate still decays, without a step at the threshold;
+  // a warm-up the user gave stays, and without that room the rate keeps its inverse-sqrt decay.
   c.max_steps = 1000;
-  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  r = translator::choose_recipe(c);
+  CHECK(settings(r)["schedule"] == "\"linear\"");
+  CHECK(settings(r)["warmup"] == "250");
+  c.max_steps = 1199;
+  CHECK(settings(translator::choose_recipe(c))["warmup"] == "299");
   c.max_steps = 2000;
-  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
-  c.warmup = "600";
-  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  r = translator::choose_recipe(c);
+  CHECK(settings(r)["schedule"] == "\"linear\"");
+  CHECK(settings(r)["warmup"] == "300");
+  c.warmup = "600";  // given: 2,000 < 4 x 600
+  CHECK(settings(translator::choose_recipe(c, {"warmup"})).count("schedule") == 0);
   c.warmup = "5%";  // a share of the budget always leaves room
-  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
+  CHECK(settings(translator::choose_recipe(c, {"warmup"}))["schedule"] == "\"linear\"");
   // --max-epochs first, or alone: the linear schedule would not end with the run.
   c.warmup = "300";
   c.max_epochs = 4;  // 1,600 updates, before --max-steps 2000
@@ -212,7 +221,8 @@ TEST_CASE("choose_recipe counts in a given batch and warm-up", "[train][recipe]"
   c.max_steps = 1000;
   c.warmup = "200";
   CHECK(settings(translator::choose_recipe(c, {"warmup"}))["schedule"] == "\"linear\"");
-  CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);  // not given: the recipe's 300
+  CHECK(settings(translator::choose_recipe(c, {"warmup"})).count("warmup") == 1);  // (the CLI keeps a given one)
+  CHECK(settings(translator::choose_recipe(c))["warmup"] == "250");  // not given: the recipe's 300, shortened
 }
 
 TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") {
@@ -226,14 +236,15 @@ TEST_CASE("choose_recipe times this machine for --max-time", "[train][recipe]") 
   CHECK(r.name == "small");  // no machine gives the large model 5,000 updates in 2 seconds
   CHECK_THAT(r.reason, Catch::Contains("--max-time 2s at") && Catch::Contains("updates/s of the small model (timed here)"));
   CHECK(settings(r)["dropout"] == "0.05");  // nor 12 passes
-  CHECK(settings(r).count("schedule") == 0);  // nor 4 warm-ups' updates for the linear schedule
-  // Few passes of a time budget: half batches, twice the updates, the same warm-up tokens.
+  // Few passes of a time budget: half batches, twice the updates, the same warm-up tokens (600,
+  // here shortened to a quarter of the few updates 2 seconds give, for the linear schedule).
   CHECK(settings(r)["max-tokens"] == "1250");
-  CHECK(settings(r)["warmup"] == "600");
+  CHECK(settings(r)["schedule"] == "\"linear\"");
+  CHECK(std::stoi(settings(r)["warmup"]) < 600);
   CHECK_THAT(r.reason, Catch::Contains("updates of 1250 tokens"));
   // A given batch is the user's: the recipe's own, and its warm-up, as for a budget of updates.
   const translator::Recipe kept = translator::choose_recipe(c, {"max-tokens"});
-  CHECK(settings(kept)["warmup"] == "300");
+  CHECK(std::stoi(settings(kept)["warmup"]) < 300);
   CHECK_THAT(kept.reason, !Catch::Contains("updates of 1250 tokens"));
   // Each process of a job would time its own machine and could choose differently.
   c.distributed = true;
@@ -249,4 +260,39 @@ TEST_CASE("choose_recipe refuses none and names a corpus it cannot read", "[trai
   c.recipe = translator::RecipeChoice::automatic;
   c.train = "/nonexistent/train.tsv";
   CHECK_THROWS_WITH(translator::choose_recipe(c), Catch::Contains("/nonexistent/train.tsv"));
+}
+
+TEST_CASE("recipe_for_budget decides in the units of the run it sets, without steps", "[train][recipe]") {
+  using translator::Budget;
+  translator::TrainConfig c;
+  // A time budget of ~10 passes of the small model's own shape (1,100 updates of 2,500 tokens):
+  // the few-passes shape trains ~2.5x the updates (half the batch, a narrower layer) and ~1.27x
+  // the passes, and its linear schedule's warm-up (600) is counted in those updates.
+  const translator::Recipe few = translator::recipe_for_budget("small", {1100, 10, Budget::Limit::time}, c);
+  INFO(few.reason);
+  CHECK(settings(few)["max-tokens"] == "1250");
+  CHECK(settings(few)["schedule"] == "\"linear\"");
+  CHECK(settings(few)["warmup"] == "600");  // ~2,790 updates of 1,250 tokens leave 4 warm-ups
+  CHECK_THAT(few.reason, Catch::Contains("~2791 updates of 1250 tokens") && Catch::Contains("~13 passes"));
+  CHECK(settings(few)["dropout"] == "0.1");  // by the ~13 passes the run makes
+  // The same budget of updates (--max-steps) keeps the shape: its 1,100 updates, its 10 passes.
+  const translator::Recipe steps = translator::recipe_for_budget("small", {1100, 10, Budget::Limit::steps}, c);
+  CHECK(settings(steps)["max-tokens"] == "2500");
+  CHECK(settings(steps)["warmup"] == "275");  // 1,100 < 4 x 300
+  CHECK(settings(steps)["dropout"] == "0.05");
+  // Around the threshold of 4 warm-ups the warm-up moves with the budget, and the schedule stays:
+  // a machine a few percent slower gets a slightly shorter warm-up, not another schedule.
+  for (double updates = 1000; updates <= 1400; updates += 10) {
+    auto r = settings(translator::recipe_for_budget("small", {updates, 12, Budget::Limit::steps}, c));
+    CHECK(r["schedule"] == "\"linear\"");
+    CHECK(std::stod(r["warmup"]) == std::min(300.0, std::floor(updates / translator::kLinearWarmups)));
+  }
+  for (double updates = 800; updates <= 1000; updates += 10) {  // the few-passes shape's 600
+    auto r = settings(translator::recipe_for_budget("small", {updates, 9, Budget::Limit::time}, c));
+    CHECK(r["schedule"] == "\"linear\"");
+    CHECK(std::stod(r["warmup"]) <= 600);
+    CHECK(std::stod(r["warmup"]) >= 500);
+  }
+  // --max-epochs does not end a linear schedule: the inverse-sqrt decay.
+  CHECK(settings(translator::recipe_for_budget("small", {1100, 10, Budget::Limit::epochs}, c)).count("schedule") == 0);
 }

@@ -20,14 +20,6 @@ using rosetta::detail::concat;
 
 namespace {
 
-// What a budget gives a recipe.
-struct RecipeBudget {
-  double updates = 0;  // the updates of the budget (infinite: none)
-  double passes = 0;   // over the training corpus (infinite: no budget)
-  enum class Limit { none, epochs, steps, time } limit = Limit::none;  // the one that binds
-  bool by_updates_or_time() const { return limit == Limit::steps || limit == Limit::time; }
-};
-
 struct Shape {
   int64_t d, heads, ff, encoder_layers, decoder_layers, max_tokens, warmup;
   nn::Activation activation;
@@ -101,14 +93,14 @@ double batch_tokens(const std::string& name, const TrainConfig& c, const std::se
 }
 
 // What the budget of `c` gives recipe `name` over a corpus of `tokens`; names its limit in `how`.
-RecipeBudget budget_for(const std::string& name, const TrainConfig& c, const std::set<std::string>& given,
+Budget budget_for(const std::string& name, const TrainConfig& c, const std::set<std::string>& given,
                         double tokens, const BudgetSource& source, std::string* how) {
   const double per_update = batch_tokens(name, c, given);
   // The small model's timed update scaled by FLOPs: the recipe's model, and the batch it will take.
   const double cost = update_cost(name) * per_update / double(shape_of(name).max_tokens);
-  RecipeBudget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  Budget b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   if (how) *how = source.how;
-  using Limit = RecipeBudget::Limit;
+  using Limit = Budget::Limit;
   const auto limit = [&](double updates, const std::string& what, Limit kind) {
     if (updates >= b.updates) return;
     b.updates = updates;
@@ -145,7 +137,8 @@ double update_cost(const std::string& name) {
 
 namespace {
 
-// The small recipe's batch divided for few passes of a time budget (recipe.h).
+// The small recipe's batch divided for few passes of a time budget (recipe.h), by the passes
+// its own shape would make.
 bool divides_batch(const std::string& name, double passes, bool time_budget) {
   return name == "small" && time_budget && passes < kFewPasses;
 }
@@ -168,9 +161,9 @@ double small_dropout(double passes) {
 
 }  // namespace
 
-Recipe recipe_settings(const std::string& name, double passes, bool time_budget) {
+Recipe recipe_settings(const std::string& name, double passes, bool few_passes_shape_) {
   Shape s = shape_of(name);
-  const bool many = passes >= kManyPasses, large = name == "large", few = divides_batch(name, passes, time_budget);
+  const bool many = passes >= kManyPasses, large = name == "large", few = few_passes_shape_ && name == "small";
   if (few) s = few_passes_shape(s);
   const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
   const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
@@ -204,48 +197,72 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
   const double tokens = std::max(1.0, estimated_tokens(bytes * double(c.train_repeat)));
   const BudgetSource source = budget_source(c);
   std::string how;
-  const RecipeBudget large = budget_for("large", c, given, tokens, source, nullptr);
+  const Budget large = budget_for("large", c, given, tokens, source, nullptr);
   // kLargeUpdates counts the large recipe's batches: a given smaller batch needs more updates.
   const double large_batches =
       large.updates * batch_tokens("large", c, given) / double(shape_of("large").max_tokens);
   const std::string name = c.recipe != RecipeChoice::automatic ? recipe_choice_name(c.recipe)
                            : large_batches >= kLargeUpdates    ? "large"
                                                                : "small";
-  const RecipeBudget b = budget_for(name, c, given, tokens, source, &how);
+  Recipe r = recipe_for_budget(name, budget_for(name, c, given, tokens, source, &how), c, given);
+  r.reason = concat("recipe ", name, c.recipe == RecipeChoice::automatic ? " (auto)" : "", ": ", how, " give ",
+                    r.reason, " over ", format_count(tokens), " tokens of ", corpus.pairs.size(), " pairs");
+  const std::string large_of =
+      given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "";
+  r.reason += concat(" (the large recipe: ", format_count(large_batches), " updates", large_of, "; it needs ",
+                     int64_t(kLargeUpdates), ")");
+  return r;
+}
+
+Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainConfig& c,
+                         const std::set<std::string>& given) {
   // A given batch is the user's: no warm-up for the recipe's halved one.
-  const bool time_budget = b.limit == RecipeBudget::Limit::time && !given.contains("max-tokens");
-  Recipe r = recipe_settings(name, b.passes, time_budget);
-  const bool divided = divides_batch(name, b.passes, time_budget);
+  const bool time_budget = b.limit == Budget::Limit::time && !given.contains("max-tokens");
+  // The shape comes first, from the passes the recipe's own shape would make; every later
+  // decision counts in the units of the shape the run trains with: its updates and warm-up, and
+  // the passes it makes (the few-passes shape's narrower layer passes more tokens in the same time).
+  const bool few = divides_batch(name, b.passes, time_budget);
+  double updates = b.updates, passes = b.passes;
+  if (few) {
+    // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
+    const double speedup = flops_per_token(shape_of(name)) / flops_per_token(few_passes_shape(shape_of(name)));
+    updates *= double(kFewPassesBatchDivisor) * speedup;
+    passes *= speedup;
+  }
+  Recipe r = recipe_settings(name, passes, few);
   const auto drop = [&r](const std::string& key) {
     std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
+  };
+  const auto set = [&r](const std::string& key, const std::string& value) {
+    for (auto& [k, v] : r.settings)
+      if (k == key) v = value;
   };
   // Without validation translations there is no BLEU to keep the best weights by.
   if (c.valid_bleu_sentences == 0) drop("best-metric");
   // The linear schedule ends with --max-steps or --max-time (not with --max-epochs, where those
-  // run out first), and needs room after the warm-up (a budget no longer than it is refused):
-  // else the rate keeps its inverse-square-root decay.
+  // run out first), and needs room after its warm-up: the recipe's warm-up is shortened to
+  // 1 / kLinearWarmups of a shorter budget (so that a slightly slower machine still decays its
+  // rate); a warm-up the user gave is theirs, and without that room the rate keeps its
+  // inverse-square-root decay.
   const TrainConfig::Warmup w = c.warmup_spec();
-  const double warmup = w.is_share                   ? 0.0
-                        : given.contains("warmup") ? double(w.updates)
-                                                   : double(std::max(shape_of(name).warmup, w.updates));
-  if (!b.by_updates_or_time() || b.updates < kLinearWarmups * warmup) drop("schedule");
-  const std::string large_of =
-      given.contains("max-tokens") ? concat(" of its ", shape_of("large").max_tokens, " tokens") : "";
-  r.reason = concat("recipe ", name, c.recipe == RecipeChoice::automatic ? " (auto)" : "", ": ", how, " give ");
-  if (divided) {
-    // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
-    const Shape few = few_passes_shape(shape_of(name));
-    const double speedup = flops_per_token(shape_of(name)) / flops_per_token(few);
-    r.reason += concat("the small model ", format_count(b.passes), " passes over ", format_count(tokens),
-                       " tokens of ", corpus.pairs.size(), " pairs, under ", kFewPasses, ": a smaller batch and model, ",
-                       format_count(b.updates * kFewPassesBatchDivisor * speedup), " updates of ", few.max_tokens,
-                       " tokens with a feed-forward width of ", few.ff);
-  } else {
-    r.reason += concat(format_count(b.updates), " updates, ", format_count(b.passes), " passes over ",
-                       format_count(tokens), " tokens of ", corpus.pairs.size(), " pairs");
+  const bool linear = std::any_of(r.settings.begin(), r.settings.end(), [](const auto& kv) { return kv.first == "schedule"; });
+  if (!b.by_updates_or_time()) {
+    drop("schedule");
+  } else if (linear && given.contains("warmup")) {
+    if (!w.is_share && updates < kLinearWarmups * double(w.updates)) drop("schedule");
+  } else if (linear) {
+    const int64_t warmup = std::max<int64_t>(few ? few_passes_shape(shape_of(name)).warmup : shape_of(name).warmup, 0);
+    if (updates < kLinearWarmups * double(warmup))
+      set("warmup", concat(std::max<int64_t>(1, int64_t(std::floor(updates / kLinearWarmups)))));
   }
-  r.reason += concat(" (the large recipe: ", format_count(large_batches), " updates", large_of, "; it needs ",
-                     int64_t(kLargeUpdates), ")");
+  if (few) {
+    const Shape s = few_passes_shape(shape_of(name));
+    r.reason = concat("the small model ", format_count(b.passes), " passes, under ", kFewPasses,
+                      ": a smaller batch and model, ", format_count(updates), " updates of ", s.max_tokens,
+                      " tokens with a feed-forward width of ", s.ff, ", ", format_count(passes), " passes");
+  } else {
+    r.reason = concat(format_count(updates), " updates, ", format_count(passes), " passes");
+  }
   return r;
 }
 

@@ -56,10 +56,11 @@ inline constexpr int64_t kFewPassesBatchDivisor = 2;
 // docs/results/recipes.md#kfewpassesffdivisor-2-feed-forward-width-512-there
 inline constexpr int64_t kFewPassesFfDivisor = 2;
 // Under kSomePasses the small recipe's learning rate also decays linearly to zero at the end of
-// the budget (`--schedule linear`, for --max-steps and --max-time), where it gives at least
-// kLinearWarmups times the warm-up's updates (a budget no longer than the warm-up is refused): a
-// rate that ends with the budget gains where the run stops far from its plateau, not where it
-// overfits (there the inverse-square-root decay stays):
+// the budget (`--schedule linear`, for --max-steps and --max-time), its warm-up at most
+// 1 / kLinearWarmups of the budget's updates (a shorter budget shortens the recipe's warm-up; a
+// warm-up the user gave that leaves less room keeps the inverse-square-root decay): a rate that
+// ends with the budget gains where the run stops far from its plateau, not where it overfits
+// (there the inverse-square-root decay stays):
 // docs/results/recipes.md#klinearwarmups-and-the-schedule-linear-to-zero-below-16-passes
 inline constexpr double kLinearWarmups = 4;
 // From this many passes the small recipe's label smoothing is 0.2 (dropout 0.2 still): far above
@@ -80,10 +81,27 @@ struct Recipe {
   std::string reason;
 };
 
-// The settings of recipe `name` (small | large) for a budget of `passes` over the corpus (the
-// regularization), of time where `time_budget` (the small one's batch under kFewPasses);
-// `reason` is left empty. Throws naming --recipe for another name.
-Recipe recipe_settings(const std::string& name, double passes, bool time_budget = false);
+// The settings of recipe `name` (small | large) for a run that makes `passes` over the corpus
+// (the regularization), in the few-passes shape (the small one's half batch and narrower layer)
+// where `few_passes_shape`; `reason` is left empty. Throws naming --recipe for another name.
+Recipe recipe_settings(const std::string& name, double passes, bool few_passes_shape = false);
+
+// What a budget gives a recipe's own shape (its batch and model): updates, passes over the
+// corpus, and the limit that binds.
+struct Budget {
+  double updates = 0;  // infinite: no budget
+  double passes = 0;   // infinite: no budget
+  enum class Limit { none, epochs, steps, time } limit = Limit::none;
+  bool by_updates_or_time() const { return limit == Limit::steps || limit == Limit::time; }
+};
+
+// The settings of recipe `name` for budget `b` of configuration `c`, of which the options in
+// `given` are the user's. The shape first: the small recipe's few-passes shape where its own shape
+// would make fewer than kFewPasses passes of a time budget (and no batch is given). Then every
+// setting by the run that shape makes: the regularization by its passes, the linear schedule's
+// warm-up by its updates (recipe.h). `reason` says what the run makes, for the log.
+Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainConfig& c,
+                         const std::set<std::string>& given = {});
 
 // --recipe auto, small or large for configuration `c`: reads its training corpus (its size, in
 // tokens estimated from the bytes) and estimates the updates of its budget: --max-steps, the
