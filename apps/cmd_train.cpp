@@ -88,14 +88,18 @@ TrainOutcome train_logged(const TrainConfig& c, const std::string& toml, const s
 }
 
 // --recipe (translator/recipe.h): sets the options given neither on the command line nor in
-// --config; returns the line for the log (empty for --recipe none).
-std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
-  if (config.recipe == RecipeChoice::none) return "";
+// --config; returns the line for the log (empty for --recipe none). A run with a budget and no
+// model or regularization option given takes --recipe auto unless told --recipe none
+// (translator::recipe_by_default).
+std::string apply_recipe(CLI::App& cmd, TrainConfig& config) {
   std::set<std::string> given;  // on the command line or in --config
   for (const CLI::Option* opt : cmd.get_options())
     if (opt->count() > 0 && !opt->get_lnames().empty()) given.insert(opt->get_lnames().front());
+  const bool by_default = translator::recipe_by_default(config, given);
+  if (by_default) config.recipe = RecipeChoice::automatic;
+  if (config.recipe == RecipeChoice::none) return "";
   const translator::Recipe r = translator::choose_recipe(config, given);
-  std::string toml, set, kept;
+  std::string toml = by_default ? "recipe=\"auto\"\n" : "", set, kept;
   for (const auto& [key, value] : r.settings) {
     const CLI::Option* opt = cmd.get_option("--" + key);
     const bool given = opt->count() > 0;
@@ -104,7 +108,8 @@ std::string apply_recipe(CLI::App& cmd, const TrainConfig& config) {
     if (!given) toml += key + "=" + value + "\n";
   }
   apply_config_toml(cmd, toml, std::string("--recipe ") + recipe_choice_name(config.recipe));
-  return r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept);
+  return r.reason + "; sets " + (set.empty() ? "nothing" : set) + (kept.empty() ? "" : "; as given: " + kept) +
+         (by_default ? " (auto: the default with a budget; --recipe none keeps the plain defaults)" : "");
 }
 
 }  // namespace

@@ -296,3 +296,27 @@ TEST_CASE("recipe_for_budget decides in the units of the run it sets, without st
   // --max-epochs does not end a linear schedule: the inverse-sqrt decay.
   CHECK(settings(translator::recipe_for_budget("small", {1100, 10, Budget::Limit::epochs}, c)).count("schedule") == 0);
 }
+
+TEST_CASE("recipe_by_default: auto for a budget without model or regularization options", "[train][recipe]") {
+  translator::TrainConfig c;
+  c.train = "train.tsv";
+  CHECK_FALSE(translator::recipe_by_default(c, {}));  // no budget: the options as given
+  c.max_time = "13m";
+  CHECK(translator::recipe_by_default(c, {"train", "valid", "out", "max-time"}));
+  CHECK(translator::recipe_by_default(c, {"max-time", "lr", "warmup", "max-tokens", "seed", "threads"}));
+  for (const char* key : {"recipe", "d-model", "ff", "dropout", "label-smoothing", "word-dropout", "activation", "norm"}) {
+    INFO(key);
+    CHECK_FALSE(translator::recipe_by_default(c, {"max-time", key}));
+  }
+  c.max_time.clear();
+  c.max_steps = 3000;
+  CHECK(translator::recipe_by_default(c, {"max-steps"}));
+  c.max_steps = 0;
+  c.max_epochs = 20;
+  CHECK(translator::recipe_by_default(c, {"max-epochs"}));
+  c.task = translator::Task::copy;  // no corpus to count passes over
+  CHECK_FALSE(translator::recipe_by_default(c, {"max-epochs"}));
+  c.task = translator::Task::translate;
+  c.resume = "runs/r";  // a resumed run's config.toml holds every option
+  CHECK_FALSE(translator::recipe_by_default(c, {"max-epochs"}));
+}

@@ -130,6 +130,18 @@ std::string format_count(double x) {
 
 double estimated_tokens(double bytes) { return bytes / 3; }
 
+bool recipe_by_default(const TrainConfig& c, const std::set<std::string>& given) {
+  static const char* const kModelOrRegularization[] = {
+      "recipe",     "d-model",           "heads",           "ff",      "encoder-layers", "decoder-layers",
+      "activation", "norm",              "dropout",         "attention-dropout", "activation-dropout",
+      "max-len",    "share-embeddings",  "tie-output",      "label-smoothing",   "word-dropout", "sp-nbest"};
+  if (c.task != Task::translate || !c.resume.empty()) return false;
+  if (c.max_steps == 0 && c.max_epochs == 0 && c.max_time_seconds() == 0) return false;
+  for (const char* key : kModelOrRegularization)
+    if (given.contains(key)) return false;
+  return true;
+}
+
 double update_cost(const std::string& name) {
   const Shape s = shape_of(name), small = shape_of("small");
   return flops_per_token(s) * double(s.max_tokens) / (flops_per_token(small) * double(small.max_tokens));

@@ -93,7 +93,9 @@ struct TrainConfig {
   double sp_alpha = 0.2;     // its smoothing: P(segmentation) ~ exp(alpha * log-probability)
   // A recipe (recipe.h): small | large | auto (chosen by the updates the budget gives) sets the
   // model, optimisation and regularization options not given otherwise; none: the options alone.
-  // `rosetta train` resolves it before the run and saves the values it set in config.toml.
+  // `rosetta train` resolves it before the run and saves the values it set in config.toml; where
+  // it is not given, it takes auto for a run with a budget and no model or regularization option
+  // given (recipe_by_default, recipe.h). A library caller's TrainConfig keeps none.
   RecipeChoice recipe = RecipeChoice::none;
   // model: a flag for each option of nn::TransformerOptions (--d-model, --heads, ...; --norm
   // pre|post for norm_first) but those the data sets (the vocabularies, pad_id) and
@@ -218,7 +220,9 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
 
   f(c.recipe, C{"recipe", "Model",
                 "auto, small or large: set the model, optimisation and regularization options not given "
-                "(auto: by the updates the budget gives); none: the options alone"});
+                "(auto: by the updates the budget gives); none: the options alone. Not given: auto for a run "
+                "with a budget (--max-time, --max-steps, --max-epochs) and no model or regularization option, "
+                "else none"});
   f(c.model, C{"model", "Model", "the options of nn::TransformerOptions"});
 
   f(c.label_smoothing, C{"label_smoothing", opt, "label smoothing"});

@@ -114,6 +114,13 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
 // time its own machine: give --max-steps).
 Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given = {});
 
+// Whether `rosetta train` takes --recipe auto without being asked: a translation run (not
+// --task copy) with a budget (--max-time, --max-steps or --max-epochs) and none of the model or
+// regularization options (the model's shape, dropout, label smoothing, word dropout, subword
+// sampling) nor --recipe among `given` (the options given on the command line or in --config).
+// Without a budget, or with any of those, the options stay as given (--recipe none).
+bool recipe_by_default(const TrainConfig& c, const std::set<std::string>& given);
+
 // The training tokens of a corpus of `bytes` (the longer side of each pair, summed): the
 // 5,000-piece vocabularies take ~3 bytes per padded batch token on both measured corpora.
 double estimated_tokens(double bytes);
