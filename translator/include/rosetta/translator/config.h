@@ -67,7 +67,8 @@ inline const char* on_nonfinite_name(OnNonfinite o) { return enum_name(o); }
 // validation set at the updates 13 minutes give on 2 cores (docs/results/recipes.md): 2+2 layers
 // beat 3+3 (more updates in the budget), 2e-3 beat 1e-3 and 3e-3. The regularization that pays
 // depends on how often a run sees its corpus: these defaults are the recipe's for 12-16 passes, and `--recipe
-// auto` (which scripts/run-default.sh passes) sets it by the passes the budget gives (recipe.h).
+// auto` (which `rosetta train` takes for a budget without model options) sets it by the passes the
+// budget gives (recipe.h).
 struct TrainConfig {
   // data
   Task task = Task::translate;

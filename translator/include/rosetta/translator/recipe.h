@@ -15,7 +15,11 @@
 // smoothing 0.2 from kMostPasses; under kSomePasses the small one's rate decays linearly to zero
 // at the end of a budget of updates or time. Every recipe keeps best.safetensors by validation
 // BLEU (where validation translations are on): the loss bottoms out earlier than BLEU peaks.
-// `auto` takes the large model only when its budget reaches kLargeUpdates updates. The rule for
+// The shape comes from the passes the recipe's own shape would make; every other setting from the
+// passes and updates of the shape the run trains with (recipe_for_budget), so that no decision
+// counts in units the run does not use. `auto` takes the large model only when its budget reaches
+// kLargeUpdates updates; `rosetta train` takes `auto` for a run with a budget and no model or
+// regularization option given (recipe_by_default). The rule for
 // users: docs/cli.md#recipes; each constant's measurements: the notebook entry its comment names.
 #pragma once
 
