@@ -143,8 +143,12 @@ TEST_CASE("choose_recipe: the linear schedule for few passes of a budget by upda
   INFO(r.reason);
   CHECK(settings(r)["dropout"] == "0.05");
   CHECK(settings(r)["schedule"] == "\"linear\"");
-  c.train_repeat = 20;  // 20 passes: inverse-sqrt
+  c.train_repeat = 10;  // 250,000 tokens (under Ding's scale), 2,000 updates: 20 passes, inverse-sqrt
+  c.max_steps = 2000;
   CHECK(settings(translator::choose_recipe(c)).count("schedule") == 0);
+  c.train_repeat = 20;  // 20 passes over 500,000 tokens count as ~12 at Ding's scale: linear
+  c.max_steps = 4000;
+  CHECK(settings(translator::choose_recipe(c))["schedule"] == "\"linear\"");
   c.train_repeat = 40;
   // A budget of fewer than 4 x its warm-up's updates shortens the recipe's warm-up to a quarter
   // of it (1,000 < 4 x 300: 250), so that the rate still decays, without a step at the threshold;
@@ -319,4 +323,29 @@ TEST_CASE("recipe_by_default: auto for a budget without model or regularization 
   c.task = translator::Task::translate;
   c.resume = "runs/r";  // a resumed run's config.toml holds every option
   CHECK_FALSE(translator::recipe_by_default(c, {"max-epochs"}));
+}
+
+TEST_CASE("recipe_for_budget counts a larger corpus's passes at Ding's scale for the regularization", "[train][recipe]") {
+  using translator::Budget;
+  translator::TrainConfig c;
+  const auto at = [&c](double passes, double tokens) {
+    return translator::recipe_for_budget("small", {8000, passes, Budget::Limit::steps, tokens}, c);
+  };
+  // ~21 passes of Ding's size: dropout 0.15 and the inverse-sqrt decay (16-25 passes).
+  CHECK(settings(at(21.4, translator::kReferenceTokens))["dropout"] == "0.15");
+  CHECK(settings(at(21.4, translator::kReferenceTokens)).count("schedule") == 0);
+  CHECK(settings(at(21.4, 0))["dropout"] == "0.15");  // size not known: the passes as made
+  // The same passes over the messages corpus (~934k tokens) count as ~6.9: dropout 0.05 and the
+  // linear decay, as measured there; the log says so.
+  const translator::Recipe messages = at(21.4, 933640);
+  INFO(messages.reason);
+  CHECK(settings(messages)["dropout"] == "0.05");
+  CHECK(settings(messages)["schedule"] == "\"linear\"");
+  CHECK_THAT(messages.reason, Catch::Contains("~21 passes (~7 at the scale of 300000 tokens"));
+  // A smaller corpus keeps its passes, and so its regularization.
+  CHECK(settings(at(21.4, 100000))["dropout"] == "0.15");
+  // The shape counts the passes as made: ~10 passes of a time budget over a large corpus still
+  // takes the few-passes shape, and ~13 still the whole batch.
+  CHECK(settings(translator::recipe_for_budget("small", {3500, 10, Budget::Limit::time, 933640}, c))["max-tokens"] == "1250");
+  CHECK(settings(translator::recipe_for_budget("small", {3500, 13, Budget::Limit::time, 933640}, c))["max-tokens"] == "2500");
 }

@@ -118,6 +118,7 @@ Budget budget_for(const std::string& name, const TrainConfig& c, const std::set<
           Limit::time);
   if (c.max_steps > 0) limit(double(c.max_steps), concat("--max-steps ", c.max_steps), Limit::steps);
   if (std::isfinite(b.updates)) b.passes = b.updates * per_update / tokens;
+  b.corpus_tokens = tokens;
   return b;
 }
 
@@ -241,7 +242,9 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
     updates *= double(kFewPassesBatchDivisor) * speedup;
     passes *= speedup;
   }
-  Recipe r = recipe_settings(name, passes, few);
+  // The regularization counts the passes at Ding's scale: a pass over a larger corpus overfits less.
+  const double scale = b.corpus_tokens > kReferenceTokens ? kReferenceTokens / b.corpus_tokens : 1.0;
+  Recipe r = recipe_settings(name, passes * scale, few);
   const auto drop = [&r](const std::string& key) {
     std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
   };
@@ -275,6 +278,9 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
   } else {
     r.reason = concat(format_count(updates), " updates, ", format_count(passes), " passes");
   }
+  if (scale < 1)
+    r.reason += concat(" (", format_count(passes * scale), " at the scale of ", int64_t(kReferenceTokens),
+                       " tokens, which the regularization counts)");
   return r;
 }
 

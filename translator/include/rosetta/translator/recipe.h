@@ -71,6 +71,14 @@ inline constexpr double kLinearWarmups = 4;
 // kManyPasses it measured ahead of 0.1, near kManyPasses even with it:
 // docs/results/recipes.md#kmostpasses-38-label-smoothing-02-from-it
 inline constexpr double kMostPasses = 38;
+// The regularization's thresholds count passes over a corpus of about this many tokens (Ding's
+// 18k pairs, ~281k tokens, where they were measured); a larger corpus's passes count in inverse
+// proportion to its size (over 3.1x the tokens, a third of its passes), since a pass over more
+// data overfits less: on the messages corpus (56k pairs, ~934k tokens) dropout 0.05 led 0.1 and
+// 0.2 at ~21 passes as at ~9, where Ding's thresholds take 0.15. A smaller corpus keeps its passes
+// (not measured). The shape (kFewPasses in a budget of time) counts the passes as made:
+// docs/results/recipes.md#kreferencetokens-the-passes-of-a-larger-corpus-2026-12-04
+inline constexpr double kReferenceTokens = 300000;
 // `auto` takes the large recipe from this many of its updates, about where it reaches its
 // plateau on Ding; with fewer, the small recipe's extra updates win:
 // docs/results/recipes.md#klargeupdates-5000-the-large-recipe
@@ -96,14 +104,16 @@ struct Budget {
   double updates = 0;  // infinite: no budget
   double passes = 0;   // infinite: no budget
   enum class Limit { none, epochs, steps, time } limit = Limit::none;
+  double corpus_tokens = 0;  // the training corpus's estimated tokens (0: not known, passes as made)
   bool by_updates_or_time() const { return limit == Limit::steps || limit == Limit::time; }
 };
 
 // The settings of recipe `name` for budget `b` of configuration `c`, of which the options in
 // `given` are the user's. The shape first: the small recipe's few-passes shape where its own shape
 // would make fewer than kFewPasses passes of a time budget (and no batch is given). Then every
-// setting by the run that shape makes: the regularization by its passes, the linear schedule's
-// warm-up by its updates (recipe.h). `reason` says what the run makes, for the log.
+// setting by the run that shape makes: the regularization by its passes (at Ding's scale, for a
+// corpus larger than kReferenceTokens), the linear schedule's warm-up by its updates (recipe.h).
+// `reason` says what the run makes, for the log.
 Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainConfig& c,
                          const std::set<std::string>& given = {});
 
