@@ -94,7 +94,7 @@ double batch_tokens(const std::string& name, const TrainConfig& c, const std::se
 
 // What the budget of `c` gives recipe `name` over a corpus of `tokens`; names its limit in `how`.
 Budget budget_for(const std::string& name, const TrainConfig& c, const std::set<std::string>& given,
-                        double tokens, const BudgetSource& source, std::string* how) {
+                  double tokens, const BudgetSource& source, std::string* how) {
   const double per_update = batch_tokens(name, c, given);
   // The small model's timed update scaled by FLOPs: the recipe's model, and the batch it will take.
   const double cost = update_cost(name) * per_update / double(shape_of(name).max_tokens);
