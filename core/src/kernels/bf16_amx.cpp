@@ -25,16 +25,18 @@
 
 namespace rosetta::detail {
 
-namespace {
-bool runs_on(const CpuFeatures& f) {
-  if (!bf16_avx512.runs_on(f) || !f.amx_tile || !f.amx_bf16) return false;
+bool amx_tile_state_granted() {
 #if defined(__linux__) && defined(__x86_64__)
-  // Linux hands out the 8 KiB tile state only to processes that ask (kernel 5.16 and later).
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // arch_prctl(ARCH_REQ_XCOMP_PERM, ...)
   return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
   return false;
 #endif
+}
+
+namespace {
+bool runs_on(const CpuFeatures& f) {
+  return bf16_avx512.runs_on(f) && f.amx_tile && f.amx_bf16 && amx_tile_state_granted();
 }
 }  // namespace
 

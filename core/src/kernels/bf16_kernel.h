@@ -46,6 +46,11 @@ extern const Bf16Kernel bf16_avx512;     // bf16_avx512.cpp
 extern const Bf16Kernel bf16_amx;        // bf16_amx.cpp
 extern const Bf16Kernel bf16_amx_model;  // bf16_amx_model.cpp
 
+// Whether the OS lets this process use the AMX tile state: Linux hands out its 8 KiB only to
+// processes that ask (kernel 5.16 and later); false elsewhere. The bf16 and int8 AMX kernels'
+// runs_on ask it (bf16_amx.cpp).
+bool amx_tile_state_granted();
+
 namespace bf16 {
 
 // Measured on a Zen 4 (bench/gemm_bench.cpp): 12 x 32 beat 8 x 48 and 14 x 32 by 0-10% on the

@@ -19,10 +19,6 @@
 #include "int8_kernel.h"
 #include "rosetta/core/cpu.h"
 
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -44,14 +40,7 @@ constexpr int NR = kInt8Cols;
 bool runs_model(const CpuFeatures& f) { return int8_avx512_vnni.runs_on(f); }
 
 bool runs_amx(const CpuFeatures& f) {
-  if (!runs_model(f) || !f.avx512_bf16 || !f.amx_tile || !f.amx_int8) return false;
-#if defined(__linux__) && defined(__x86_64__)
-  // Linux hands out the 8 KiB tile state only to processes that ask (kernel 5.16 and later).
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
+  return runs_model(f) && f.avx512_bf16 && f.amx_tile && f.amx_int8 && amx_tile_state_granted();
 }
 
 #if defined(__x86_64__)
