@@ -60,7 +60,7 @@ bool runs_avx_vnni_model(const CpuFeatures& f) { return f.avx2 && f.avx512f && f
 // Rows of A as unsigned bytes q + 128, q = round-to-nearest-even(a * (127 / max |a|)), scale
 // max |a| / 127 (int8_kernel.h).
 ROSETTA_AVX2 void quantize_rows(int64_t M, int64_t Mp, int64_t K, int64_t kp, const float* a, int64_t lda, uint8_t* out,
-                           float* scale) {
+                                float* scale) {
   constexpr int QMAX = 127, shift = 128;
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i vshift = _mm256_set1_epi32(shift);
@@ -112,9 +112,9 @@ ROSETTA_AVX2 inline __m256i dot(__m256i acc, __m256i a, __m256i b, __m256i ones)
 // C tile (m x n of R x NH) from R rows of quantized A (rows kp bytes apart) and half a sliver
 // (its rows kInt8Cols words apart).
 template <Dot D, int R>
-ROSETTA_AVX2 inline void micro_kernel(int64_t kq, const uint8_t* a, int64_t kp, const int8_t* b,
-                                                        const float* sa, const float* sb, const int32_t* comp,
-                                                        const float* bias, float* c, int64_t ldc, int m, int n) {
+ROSETTA_AVX2 inline void micro_kernel(int64_t kq, const uint8_t* a, int64_t kp, const int8_t* b, const float* sa,
+                                      const float* sb, const int32_t* comp, const float* bias, float* c, int64_t ldc,
+                                      int m, int n) {
   __m256i acc[R][NV];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_si256();
