@@ -344,8 +344,34 @@ TEST_CASE("recipe_for_budget counts a larger corpus's passes at Ding's scale for
   CHECK_THAT(messages.reason, Catch::Contains("~21 passes (~7 at the scale of 300000 tokens"));
   // A smaller corpus keeps its passes, and so its regularization.
   CHECK(settings(at(21.4, 100000))["dropout"] == "0.15");
-  // The shape counts the passes as made: ~10 passes of a time budget over a large corpus still
-  // takes the few-passes shape, and ~13 still the whole batch.
-  CHECK(settings(translator::recipe_for_budget("small", {3500, 10, Budget::Limit::time, 933640}, c))["max-tokens"] == "1250");
-  CHECK(settings(translator::recipe_for_budget("small", {3500, 13, Budget::Limit::time, 933640}, c))["max-tokens"] == "2500");
+  // The shape counts its passes at that scale too: ~30 passes of a time budget take the whole
+  // batch over Ding's size and the few-passes shape over the messages corpus (~10 at the scale).
+  const auto timed = [&c](double passes, double tokens) {
+    return translator::recipe_for_budget("small", {3500, passes, Budget::Limit::time, tokens}, c);
+  };
+  CHECK(settings(timed(30, translator::kReferenceTokens))["max-tokens"] == "2500");
+  const translator::Recipe few = timed(30, 933640);
+  INFO(few.reason);
+  CHECK(settings(few)["max-tokens"] == "1250");
+  CHECK_THAT(few.reason, Catch::Contains("the small model ~30 passes (~10 at the scale of 300000 tokens), under 25"));
+}
+
+TEST_CASE("recipe_for_budget: across kShapePasses the shape changes and the regularization does not", "[train][recipe]") {
+  using translator::Budget;
+  translator::TrainConfig c;
+  // A time budget of 2,500-token updates: the few-passes shape below kShapePasses passes of them,
+  // the whole batch from it; on both sides dropout 0.2, smoothing 0.1 and the inverse-sqrt decay,
+  // so that a machine a few percent faster or slower changes the shape, not the setting.
+  const double tokens = translator::kReferenceTokens;
+  for (double passes = translator::kShapePasses - 2; passes <= translator::kShapePasses + 2; passes += 0.25) {
+    INFO(passes);
+    auto r = settings(translator::recipe_for_budget("small", {passes * tokens / 2500, passes, Budget::Limit::time, tokens}, c));
+    CHECK(r["max-tokens"] == (passes < translator::kShapePasses ? "1250" : "2500"));
+    CHECK(r["ff"] == (passes < translator::kShapePasses ? "512" : "1024"));
+    CHECK(r["dropout"] == "0.2");
+    CHECK(r["label-smoothing"] == "0.1");
+    CHECK(r.count("schedule") == 0);
+  }
+  // A budget of updates keeps the whole batch at any passes.
+  CHECK(settings(translator::recipe_for_budget("small", {1100, 10, Budget::Limit::steps}, c))["max-tokens"] == "2500");
 }

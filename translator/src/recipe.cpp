@@ -151,9 +151,9 @@ double update_cost(const std::string& name) {
 namespace {
 
 // The small recipe's batch divided for few passes of a time budget (recipe.h), by the passes
-// its own shape would make.
+// its own shape would make at the scale of kReferenceTokens.
 bool divides_batch(const std::string& name, double passes, bool time_budget) {
-  return name == "small" && time_budget && passes < kFewPasses;
+  return name == "small" && time_budget && passes < kShapePasses;
 }
 
 // The small recipe's shape for few passes of a time budget (recipe.h): a smaller batch with the
@@ -234,7 +234,9 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
   // The shape comes first, from the passes the recipe's own shape would make; every later
   // decision counts in the units of the shape the run trains with: its updates and warm-up, and
   // the passes it makes (the few-passes shape's narrower layer passes more tokens in the same time).
-  const bool few = divides_batch(name, b.passes, time_budget);
+  // Every passes count is at Ding's scale: a pass over a larger corpus overfits less.
+  const double scale = b.corpus_tokens > kReferenceTokens ? kReferenceTokens / b.corpus_tokens : 1.0;
+  const bool few = divides_batch(name, b.passes * scale, time_budget);
   double updates = b.updates, passes = b.passes;
   if (few) {
     // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
@@ -242,8 +244,6 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
     updates *= double(kFewPassesBatchDivisor) * speedup;
     passes *= speedup;
   }
-  // The regularization counts the passes at Ding's scale: a pass over a larger corpus overfits less.
-  const double scale = b.corpus_tokens > kReferenceTokens ? kReferenceTokens / b.corpus_tokens : 1.0;
   Recipe r = recipe_settings(name, passes * scale, few);
   const auto drop = [&r](const std::string& key) {
     std::erase_if(r.settings, [&key](const auto& kv) { return kv.first == key; });
@@ -270,17 +270,20 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
     if (updates < kLinearWarmups * double(warmup))
       set("warmup", concat(std::max<int64_t>(1, int64_t(std::floor(updates / kLinearWarmups)))));
   }
+  // The passes as made, and at Ding's scale where that differs (which the rule counts).
+  const auto passes_text = [scale](double p) {
+    return concat(format_count(p), " passes",
+                  scale < 1 ? concat(" (", format_count(p * scale), " at the scale of ", int64_t(kReferenceTokens), " tokens)")
+                            : std::string());
+  };
   if (few) {
     const Shape s = few_passes_shape(shape_of(name));
-    r.reason = concat("the small model ", format_count(b.passes), " passes, under ", kFewPasses,
+    r.reason = concat("the small model ", passes_text(b.passes), ", under ", kShapePasses,
                       ": a smaller batch and model, ", format_count(updates), " updates of ", s.max_tokens,
-                      " tokens with a feed-forward width of ", s.ff, ", ", format_count(passes), " passes");
+                      " tokens with a feed-forward width of ", s.ff, ", ", passes_text(passes));
   } else {
-    r.reason = concat(format_count(updates), " updates, ", format_count(passes), " passes");
+    r.reason = concat(format_count(updates), " updates, ", passes_text(passes));
   }
-  if (scale < 1)
-    r.reason += concat(" (", format_count(passes * scale), " at the scale of ", int64_t(kReferenceTokens),
-                       " tokens, which the regularization counts)");
   return r;
 }
 

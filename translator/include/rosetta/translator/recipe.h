@@ -7,10 +7,11 @@
 //          4,000-token batches
 //
 // and the regularization by the passes over the training corpus the budget gives: the more
-// passes, the more a run overfits, and the stronger the regularization that pays. Dropout 0.1 and
-// label smoothing 0.1 for few passes (the small one's dropout 0.05 under kFewPasses, and in a
-// budget of time half its batch and feed-forward width there, validated every 400 updates:
-// kFewPassesBatchDivisor, kFewPassesFfDivisor); from kSomePasses dropout 0.15 (small); for many
+// passes, the more a run overfits, and the stronger the regularization that pays. In a budget of
+// time the small one trains the few-passes shape under kShapePasses (half its batch and
+// feed-forward width, validated every 400 updates: kFewPassesBatchDivisor, kFewPassesFfDivisor).
+// Dropout 0.1 and label smoothing 0.1 for few passes (the small one's dropout 0.05 under
+// kFewPasses); from kSomePasses dropout 0.15 (small); for many
 // (at least kManyPasses) dropout 0.2 and smoothing 0.1 (large: 0.4 and 0.2), the small one's
 // smoothing 0.2 from kMostPasses; under kSomePasses the small one's rate decays linearly to zero
 // at the end of a budget of updates or time. Every recipe keeps best.safetensors by validation
@@ -47,11 +48,20 @@ inline constexpr double kSomePasses = 16;
 // plateau is held back by regularization more than it overfits:
 // docs/results/recipes.md#kfewpasses-12-dropout-005-below-it
 inline constexpr double kFewPasses = 12;
-// Under kFewPasses in a budget of time (--max-time), the small recipe's batch is divided by this
-// (1,250 tokens, and 600 warm-up updates: the same warm-up tokens). An update of half the tokens
-// takes about half the time, so the same minutes give about twice the updates, and at few passes
-// more updates learn more than bigger ones. A budget of updates (--max-steps) keeps the batch:
-// halving it would halve the tokens of its updates.
+// Under this many passes of the small model's own shape in a budget of time (--max-time), at the
+// scale of kReferenceTokens, the small recipe trains the few-passes shape below (about 2.5x the
+// updates of its own shape in the same minutes, 1.27x the passes), and every later setting
+// counts the updates and passes of that shape. The more updates win while the run stops short of
+// overfitting, and stop winning where it overfits: the step lies where the two shapes, at the same
+// FLOPs, measured even, and the regularization on both sides of it is the same (dropout 0.2, the
+// inverse-sqrt decay), so a machine a few percent faster or slower changes the shape, not the result:
+// docs/results/recipes.md#kshapepasses-25-the-few-passes-shape-below-it
+inline constexpr double kShapePasses = 25;
+// In the few-passes shape the small recipe's batch is divided by this (1,250 tokens, and 600
+// warm-up updates: the same warm-up tokens). An update of half the tokens takes about half the
+// time, so the same minutes give about twice the updates, and short of overfitting more updates
+// learn more than bigger ones. A budget of updates (--max-steps) keeps the batch: halving it would
+// halve the tokens of its updates.
 // docs/results/recipes.md#kfewpassesbatchdivisor-2-half-batches-below-12-passes-of-a-time-budget
 inline constexpr int64_t kFewPassesBatchDivisor = 2;
 // There, too, its feed-forward width is divided by this (512): an update takes less time, so the
@@ -76,7 +86,7 @@ inline constexpr double kMostPasses = 38;
 // proportion to its size (over 3.1x the tokens, a third of its passes), since a pass over more
 // data overfits less: on the messages corpus (56k pairs, ~934k tokens) dropout 0.05 led 0.1 and
 // 0.2 at ~21 passes as at ~9, where Ding's thresholds take 0.15. A smaller corpus keeps its passes
-// (not measured). The shape (kFewPasses in a budget of time) counts the passes as made:
+// (not measured). The shape (kShapePasses) counts its passes at this scale too:
 // docs/results/recipes.md#kreferencetokens-the-passes-of-a-larger-corpus-2026-12-04
 inline constexpr double kReferenceTokens = 300000;
 // `auto` takes the large recipe from this many of its updates, about where it reaches its
@@ -110,7 +120,7 @@ struct Budget {
 
 // The settings of recipe `name` for budget `b` of configuration `c`, of which the options in
 // `given` are the user's. The shape first: the small recipe's few-passes shape where its own shape
-// would make fewer than kFewPasses passes of a time budget (and no batch is given). Then every
+// would make fewer than kShapePasses passes of a time budget (and no batch is given). Then every
 // setting by the run that shape makes: the regularization by its passes (at Ding's scale, for a
 // corpus larger than kReferenceTokens), the linear schedule's warm-up by its updates (recipe.h).
 // `reason` says what the run makes, for the log.
