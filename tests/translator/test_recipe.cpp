@@ -59,11 +59,11 @@ TEST_CASE("recipe_settings: the two sizes and the regularization by passes", "[t
   CHECK(settings(translator::recipe_settings("small", translator::kManyPasses - 1))["dropout"] == "0.15");
   small = settings(translator::recipe_settings("small", translator::kManyPasses));
   CHECK(small["dropout"] == "0.2");
-  CHECK(small["label-smoothing"] == "0.1");
-  CHECK(settings(translator::recipe_settings("small", translator::kMostPasses - 1))["label-smoothing"] == "0.1");
-  small = settings(translator::recipe_settings("small", translator::kMostPasses));
-  CHECK(small["dropout"] == "0.2");
   CHECK(small["label-smoothing"] == "0.2");
+  // Label smoothing 0.2 from kFewPasses, 0.1 under it.
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses - 1))["label-smoothing"] == "0.1");
+  CHECK(settings(translator::recipe_settings("small", translator::kFewPasses))["label-smoothing"] == "0.2");
+  CHECK(settings(translator::recipe_settings("small", translator::kSomePasses))["label-smoothing"] == "0.2");
   // Few passes of a time budget: the small recipe halves its batch (not in a budget of updates,
   // not from kFewPasses, not the large recipe).
   CHECK(settings(translator::recipe_settings("small", 9, true))["max-tokens"] == "1250");
@@ -123,7 +123,7 @@ TEST_CASE("choose_recipe estimates the passes of --max-steps and --max-epochs", 
   r = translator::choose_recipe(c);
   CHECK_THAT(r.reason, Catch::Contains("--max-epochs 30 give ~300 updates, ~30 passes"));
   CHECK(settings(r)["dropout"] == "0.2");
-  CHECK(settings(r)["label-smoothing"] == "0.1");
+  CHECK(settings(r)["label-smoothing"] == "0.2");
   CHECK(settings(r)["best-metric"] == "\"bleu\"");
   c.valid_bleu_sentences = 0;  // no validation BLEU: best.safetensors stays by loss
   CHECK(settings(translator::choose_recipe(c)).count("best-metric") == 0);
@@ -360,7 +360,7 @@ TEST_CASE("recipe_for_budget: across kShapePasses the shape changes and the regu
   using translator::Budget;
   translator::TrainConfig c;
   // A time budget of 2,500-token updates: the few-passes shape below kShapePasses passes of them,
-  // the whole batch from it; on both sides dropout 0.2, smoothing 0.1 and the inverse-sqrt decay,
+  // the whole batch from it; on both sides dropout 0.2, smoothing 0.2 and the inverse-sqrt decay,
   // so that a machine a few percent faster or slower changes the shape, not the setting.
   const double tokens = translator::kReferenceTokens;
   for (double passes = translator::kShapePasses - 2; passes <= translator::kShapePasses + 2; passes += 0.25) {
@@ -369,7 +369,7 @@ TEST_CASE("recipe_for_budget: across kShapePasses the shape changes and the regu
     CHECK(r["max-tokens"] == (passes < translator::kShapePasses ? "1250" : "2500"));
     CHECK(r["ff"] == (passes < translator::kShapePasses ? "512" : "1024"));
     CHECK(r["dropout"] == "0.2");
-    CHECK(r["label-smoothing"] == "0.1");
+    CHECK(r["label-smoothing"] == "0.2");
     CHECK(r.count("schedule") == 0);
   }
   // A budget of updates keeps the whole batch at any passes.

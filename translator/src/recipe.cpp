@@ -179,7 +179,7 @@ Recipe recipe_settings(const std::string& name, double passes, bool few_passes_s
   const bool many = passes >= kManyPasses, large = name == "large", few = few_passes_shape_ && name == "small";
   if (few) s = few_passes_shape(s);
   const double dropout = large ? (many ? 0.4 : 0.1) : small_dropout(passes);
-  const double smoothing = (many && large) || passes >= kMostPasses ? 0.2 : 0.1;
+  const double smoothing = large ? (many ? 0.2 : 0.1) : (passes >= kFewPasses ? 0.2 : 0.1);
   Recipe r;
   r.name = name;
   r.settings = {{"d-model", concat(s.d)},
