@@ -19,7 +19,6 @@
 #include "int8_kernel.h"
 #include "rosetta/core/cpu.h"
 
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #if defined(__GNUC__) && !defined(__clang__)
