@@ -56,11 +56,11 @@ inline constexpr double kFewPasses = 12;
 // updates of its own shape in the same minutes, 1.27x the passes), and every later setting
 // counts the updates and passes of that shape. The more updates win while the run stops short of
 // overfitting, and stop winning where it overfits: the step lies where the two shapes, at the
-// same FLOPs, measured even, and the regularization on both sides of it is the same (dropout
-// 0.2, smoothing 0.2, the inverse-sqrt decay), so a machine a few percent faster or slower
-// changes the shape, not the result:
-// docs/results/recipes.md#kshapepasses-25-the-few-passes-shape-below-it
-inline constexpr double kShapePasses = 25;
+// same FLOPs and with the same regularization (dropout 0.2, smoothing 0.2, the inverse-sqrt
+// decay on both sides of it), measured even, so a machine a few percent faster or slower changes
+// the shape, not the result:
+// docs/results/recipes.md#the-shape-step-with-smoothing-02-a-cliff-again-2026-12-05-later-the-same-zen-4-and-protocol
+inline constexpr double kShapePasses = 30;
 // In the few-passes shape the small recipe's batch is divided by this (1,250 tokens, and 600
 // warm-up updates: the same warm-up tokens). An update of half the tokens takes about half the
 // time, so the same minutes give about twice the updates, and short of overfitting more updates
