@@ -354,6 +354,11 @@ TEST_CASE("recipe_for_budget counts a larger corpus's passes at Ding's scale for
   INFO(few.reason);
   CHECK(settings(few)["max-tokens"] == "1250");
   CHECK_THAT(few.reason, Catch::Contains("the small model ~30 passes (~10 at the scale of 300000 tokens), under 30"));
+  // Just under the step, the count it is compared by reads below it: ~29.6, not ~30.
+  CHECK_THAT(timed(29.6, translator::kReferenceTokens).reason, Catch::Contains("the small model ~29.6 passes, under 30"));
+  CHECK_THAT(timed(59.92, 2 * translator::kReferenceTokens).reason,
+             Catch::Contains("~60 passes (~29.9 at the scale of 300000 tokens), under 30"));
+  CHECK_THAT(timed(28.4, translator::kReferenceTokens).reason, Catch::Contains("the small model ~28 passes, under 30"));
 }
 
 TEST_CASE("recipe_for_budget: across kShapePasses the shape changes and the regularization does not", "[train][recipe]") {

@@ -270,15 +270,18 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
     if (updates < kLinearWarmups * double(warmup))
       set("warmup", concat(std::max<int64_t>(1, int64_t(std::floor(updates / kLinearWarmups)))));
   }
-  // The passes as made, and at Ding's scale where that differs (which the rule counts).
-  const auto passes_text = [scale](double p) {
-    return concat(format_count(p), " passes",
-                  scale < 1 ? concat(" (", format_count(p * scale), " at the scale of ", int64_t(kReferenceTokens), " tokens)")
-                            : std::string());
+  // The passes as made, and at Ding's scale where that differs (which the rule counts); the count
+  // the rule compares with a threshold reads below it where it is (~29.9, not ~30, under 30).
+  const auto passes_text = [scale](double p, double under = 0) {
+    const auto count = [under](double x) {
+      return x < under && std::llround(x) >= under ? concat("~", std::floor(x * 10) / 10) : format_count(x);
+    };
+    return scale < 1 ? concat(format_count(p), " passes (", count(p * scale), " at the scale of ", int64_t(kReferenceTokens), " tokens)")
+                     : concat(count(p), " passes");
   };
   if (few) {
     const Shape s = few_passes_shape(shape_of(name));
-    r.reason = concat("the small model ", passes_text(b.passes), ", under ", kShapePasses,
+    r.reason = concat("the small model ", passes_text(b.passes, kShapePasses), ", under ", kShapePasses,
                       ": a smaller batch and model, ", format_count(updates), " updates of ", s.max_tokens,
                       " tokens with a feed-forward width of ", s.ff, ", ", passes_text(passes));
   } else {
