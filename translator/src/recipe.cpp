@@ -150,14 +150,8 @@ double update_cost(const std::string& name) {
 
 namespace {
 
-// The small recipe's batch divided for few passes of a time budget (recipe.h), by the passes
-// its own shape would make at the scale of kReferenceTokens.
-bool divides_batch(const std::string& name, double passes, bool time_budget) {
-  return name == "small" && time_budget && passes < kShapePasses;
-}
-
-// The small recipe's shape for few passes of a time budget (recipe.h): a smaller batch with the
-// same warm-up tokens, a narrower feed-forward layer.
+// The small recipe's shape in a time budget (recipe.h): a smaller batch with the same warm-up
+// tokens, a narrower feed-forward layer.
 Shape few_passes_shape(Shape s) {
   s.max_tokens /= kFewPassesBatchDivisor;
   s.warmup *= kFewPassesBatchDivisor;
@@ -231,12 +225,12 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
                          const std::set<std::string>& given) {
   // A given batch is the user's: no warm-up for the recipe's halved one.
   const bool time_budget = b.limit == Budget::Limit::time && !given.contains("max-tokens");
-  // The shape comes first, from the passes the recipe's own shape would make; every later
-  // decision counts in the units of the shape the run trains with: its updates and warm-up, and
-  // the passes it makes (the few-passes shape's narrower layer passes more tokens in the same time).
-  // Every passes count is at Ding's scale: a pass over a larger corpus overfits less.
+  // The shape comes first, from the budget's kind; every later decision counts in the units of
+  // the shape the run trains with: its updates and warm-up, and the passes it makes (the
+  // few-passes shape's narrower layer passes more tokens in the same time). Every passes count is
+  // at Ding's scale: a pass over a larger corpus overfits less.
   const double scale = b.corpus_tokens > kReferenceTokens ? kReferenceTokens / b.corpus_tokens : 1.0;
-  const bool few = divides_batch(name, b.passes * scale, time_budget);
+  const bool few = name == "small" && time_budget;
   double updates = b.updates, passes = b.passes;
   if (few) {
     // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
@@ -270,20 +264,17 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
     if (updates < kLinearWarmups * double(warmup))
       set("warmup", concat(std::max<int64_t>(1, int64_t(std::floor(updates / kLinearWarmups)))));
   }
-  // The passes as made, and at Ding's scale where that differs (which the rule counts); the count
-  // the rule compares with a threshold reads below it where it is (~29.9, not ~30, under 30).
-  const auto passes_text = [scale](double p, double under = 0) {
-    const auto count = [under](double x) {
-      return x < under && std::llround(x) >= under ? concat("~", std::floor(x * 10) / 10) : format_count(x);
-    };
-    return scale < 1 ? concat(format_count(p), " passes (", count(p * scale), " at the scale of ", int64_t(kReferenceTokens), " tokens)")
-                     : concat(count(p), " passes");
+  // The passes as made, and at Ding's scale where that differs (which the rule counts).
+  const auto passes_text = [scale](double p) {
+    return concat(format_count(p), " passes",
+                  scale < 1 ? concat(" (", format_count(p * scale), " at the scale of ", int64_t(kReferenceTokens), " tokens)")
+                            : std::string());
   };
   if (few) {
     const Shape s = few_passes_shape(shape_of(name));
-    r.reason = concat("the small model ", passes_text(b.passes, kShapePasses), ", under ", kShapePasses,
-                      ": a smaller batch and model, ", format_count(updates), " updates of ", s.max_tokens,
-                      " tokens with a feed-forward width of ", s.ff, ", ", passes_text(passes));
+    r.reason = concat("the small model ", passes_text(b.passes), "; in a time budget a smaller batch and model: ",
+                      format_count(updates), " updates of ", s.max_tokens, " tokens with a feed-forward width of ",
+                      s.ff, ", ", passes_text(passes));
   } else {
     r.reason = concat(format_count(updates), " updates, ", passes_text(passes));
   }

@@ -8,8 +8,8 @@
 //
 // and the regularization by the passes over the training corpus the budget gives: the more
 // passes, the more a run overfits, and the stronger the regularization that pays. In a budget of
-// time the small one trains the few-passes shape under kShapePasses (half its batch and
-// feed-forward width, validated every 400 updates: kFewPassesBatchDivisor, kFewPassesFfDivisor).
+// time the small one trains the few-passes shape (half its batch and feed-forward width,
+// validated every 400 updates: kFewPassesBatchDivisor, kFewPassesFfDivisor).
 // The small one: dropout 0.05 and label smoothing 0.1 under kFewPasses, then smoothing 0.2 with
 // dropout 0.1, from kSomePasses 0.15 and from kManyPasses 0.2; under kSomePasses its rate decays
 // linearly to zero at the end of a budget of updates or time. The large one: dropout 0.1 and
@@ -51,21 +51,19 @@ inline constexpr double kSomePasses = 16;
 // corpus) 0.1 stays, not measured against 0.2:
 // docs/results/recipes.md#label-smoothing-02-from-12-passes
 inline constexpr double kFewPasses = 12;
-// Under this many passes of the small model's own shape in a budget of time (--max-time), at the
-// scale of kReferenceTokens, the small recipe trains the few-passes shape below (about 2.5x the
-// updates of its own shape in the same minutes, 1.27x the passes), and every later setting
-// counts the updates and passes of that shape. The more updates win while the run stops short of
-// overfitting, and stop winning where it overfits: the step lies where the two shapes, at the
-// same FLOPs and with the same regularization (dropout 0.2, smoothing 0.2, the inverse-sqrt
-// decay on both sides of it), measured even, so a machine a few percent faster or slower changes
-// the shape, not the result:
-// docs/results/recipes.md#the-shape-step-with-smoothing-02-a-cliff-again-2026-12-05-later-the-same-zen-4-and-protocol
-inline constexpr double kShapePasses = 30;
-// In the few-passes shape the small recipe's batch is divided by this (1,250 tokens, and 600
-// warm-up updates: the same warm-up tokens). An update of half the tokens takes about half the
-// time, so the same minutes give about twice the updates, and short of overfitting more updates
-// learn more than bigger ones. A budget of updates (--max-steps) keeps the batch: halving it would
-// halve the tokens of its updates.
+// In a budget of time (--max-time) the small recipe trains the few-passes shape (named for where
+// it was first measured): about 2.5x the updates of its own shape in the same minutes, 1.27x the
+// passes, and every later setting counts the updates and passes of that shape. At the same FLOPs
+// and with the same regularization it led the small model's own shape at every passes count
+// measured on Ding, from ~11 to ~48 of the own shape's passes: the more updates win while the run
+// stops short of overfitting, and once it overfits the weights kept by BLEU stay ahead. So there
+// is no step in passes where a machine a few percent faster would change the shape:
+// docs/results/recipes.md#the-few-passes-shape-at-every-budget-of-time-2026-12-05-later-the-same-zen-4-and-protocol
+// Its batch is the small recipe's divided by this (1,250 tokens, and 600 warm-up updates: the
+// same warm-up tokens). An update of half the tokens takes about half the time, so the same
+// minutes give about twice the updates, and short of overfitting more updates learn more than
+// bigger ones. A budget of updates (--max-steps) keeps the batch: halving it would halve the
+// tokens of its updates.
 // docs/results/recipes.md#kfewpassesbatchdivisor-2-half-batches-below-12-passes-of-a-time-budget
 inline constexpr int64_t kFewPassesBatchDivisor = 2;
 // There, too, its feed-forward width is divided by this (512): an update takes less time, so the
@@ -86,7 +84,7 @@ inline constexpr double kLinearWarmups = 4;
 // proportion to its size (over 3.1x the tokens, a third of its passes), since a pass over more
 // data overfits less: on the messages corpus (56k pairs, ~934k tokens) dropout 0.05 led 0.1 and
 // 0.2 at ~21 passes as at ~9, where Ding's thresholds take 0.15. A smaller corpus keeps its passes
-// (not measured). The shape (kShapePasses) counts its passes at this scale too:
+// (not measured):
 // docs/results/recipes.md#kreferencetokens-the-passes-of-a-larger-corpus-2026-12-04
 inline constexpr double kReferenceTokens = 300000;
 // `auto` takes the large recipe from this many of its updates, about where it reaches its
@@ -119,10 +117,10 @@ struct Budget {
 };
 
 // The settings of recipe `name` for budget `b` of configuration `c`, of which the options in
-// `given` are the user's. The shape first: the small recipe's few-passes shape where its own shape
-// would make fewer than kShapePasses passes of a time budget (and no batch is given). Then every
-// setting by the run that shape makes: the regularization by its passes (at Ding's scale, for a
-// corpus larger than kReferenceTokens), the linear schedule's warm-up by its updates (recipe.h).
+// `given` are the user's. The shape first: the small recipe's few-passes shape in a time budget
+// (where no batch is given). Then every setting by the run that shape makes: the regularization
+// by its passes (at Ding's scale, for a corpus larger than kReferenceTokens), the linear
+// schedule's warm-up by its updates (recipe.h).
 // `reason` says what the run makes, for the log.
 Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainConfig& c,
                          const std::set<std::string>& given = {});
