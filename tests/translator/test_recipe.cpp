@@ -360,12 +360,14 @@ TEST_CASE("recipe_for_budget: a time budget trains the few-passes shape at any p
   // always the few-passes shape, its regularization by the passes that shape makes (~1.27x), so
   // that a machine a few percent faster or slower never changes the shape and changes the
   // regularization only at its thresholds.
-  const double tokens = translator::kReferenceTokens;
+  const auto timed = [&c](double passes) {
+    const double tokens = translator::kReferenceTokens;
+    return translator::recipe_for_budget("small", {passes * tokens / 2500, passes, Budget::Limit::time, tokens}, c);
+  };
   double dropout = 0;
   for (double passes = 2; passes <= 120; passes *= 1.1) {
     INFO(passes);
-    const translator::Recipe recipe =
-        translator::recipe_for_budget("small", {passes * tokens / 2500, passes, Budget::Limit::time, tokens}, c);
+    const translator::Recipe recipe = timed(passes);
     auto r = settings(recipe);
     CHECK(r["max-tokens"] == "1250");
     CHECK(r["ff"] == "512");
@@ -376,7 +378,7 @@ TEST_CASE("recipe_for_budget: a time budget trains the few-passes shape at any p
   // From ~20 passes of the own shape (25 of the few-passes one): dropout 0.2, smoothing 0.2, the
   // inverse-sqrt decay.
   for (double passes : {20.0, 30.0, 48.0, 100.0}) {
-    auto r = settings(translator::recipe_for_budget("small", {passes * tokens / 2500, passes, Budget::Limit::time, tokens}, c));
+    auto r = settings(timed(passes));
     CHECK(r["dropout"] == "0.2");
     CHECK(r["label-smoothing"] == "0.2");
     CHECK(r.count("schedule") == 0);

@@ -223,18 +223,18 @@ Recipe choose_recipe(const TrainConfig& c, const std::set<std::string>& given) {
 
 Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainConfig& c,
                          const std::set<std::string>& given) {
-  // A given batch is the user's: no warm-up for the recipe's halved one.
-  const bool time_budget = b.limit == Budget::Limit::time && !given.contains("max-tokens");
-  // The shape comes first, from the budget's kind; every later decision counts in the units of
-  // the shape the run trains with: its updates and warm-up, and the passes it makes (the
-  // few-passes shape's narrower layer passes more tokens in the same time). Every passes count is
-  // at Ding's scale: a pass over a larger corpus overfits less.
+  // The shape comes first: the small recipe's few-passes shape in a time budget, unless the batch
+  // is given (the user's: no warm-up for the recipe's halved one). Every later decision counts in
+  // the units of the shape the run trains with: its updates and warm-up, and the passes it makes
+  // (the few-passes shape's narrower layer passes more tokens in the same time). Every passes
+  // count is at Ding's scale: a pass over a larger corpus overfits less.
+  const bool few = name == "small" && b.limit == Budget::Limit::time && !given.contains("max-tokens");
+  const Shape own = shape_of(name), run = few ? few_passes_shape(own) : own;
   const double scale = b.corpus_tokens > kReferenceTokens ? kReferenceTokens / b.corpus_tokens : 1.0;
-  const bool few = name == "small" && time_budget;
   double updates = b.updates, passes = b.passes;
   if (few) {
     // An update of half the tokens takes half the time; the narrower layer does fewer FLOPs per token.
-    const double speedup = flops_per_token(shape_of(name)) / flops_per_token(few_passes_shape(shape_of(name)));
+    const double speedup = flops_per_token(own) / flops_per_token(run);
     updates *= double(kFewPassesBatchDivisor) * speedup;
     passes *= speedup;
   }
@@ -260,7 +260,7 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
   } else if (linear && given.contains("warmup")) {
     if (!w.is_share && updates < kLinearWarmups * double(w.updates)) drop("schedule");
   } else if (linear) {
-    const int64_t warmup = std::max<int64_t>(few ? few_passes_shape(shape_of(name)).warmup : shape_of(name).warmup, 0);
+    const int64_t warmup = std::max<int64_t>(run.warmup, 0);
     if (updates < kLinearWarmups * double(warmup))
       set("warmup", concat(std::max<int64_t>(1, int64_t(std::floor(updates / kLinearWarmups)))));
   }
@@ -271,10 +271,9 @@ Recipe recipe_for_budget(const std::string& name, const Budget& b, const TrainCo
                             : std::string());
   };
   if (few) {
-    const Shape s = few_passes_shape(shape_of(name));
     r.reason = concat("the small model ", passes_text(b.passes), "; in a time budget a smaller batch and model: ",
-                      format_count(updates), " updates of ", s.max_tokens, " tokens with a feed-forward width of ",
-                      s.ff, ", ", passes_text(passes));
+                      format_count(updates), " updates of ", run.max_tokens, " tokens with a feed-forward width of ",
+                      run.ff, ", ", passes_text(passes));
   } else {
     r.reason = concat(format_count(updates), " updates, ", passes_text(passes));
   }
