@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "fatal_signals.h"
 #include "log.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/start.h"
@@ -31,9 +32,12 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Passive waiting and OpenBLAS's best core (rosetta/core/start.h): may start the program again.
-  if (const rosetta::StartReport started = rosetta::start(argc, argv); !started.warning.empty())
-    std::fprintf(stderr, "rosetta: warning: %s\n", started.warning.c_str());
+  // Passive waiting, OpenBLAS's best core, rosetta's kernels checked on this CPU
+  // (rosetta/core/start.h): may start the program again.
+  const rosetta::StartReport started = rosetta::start(argc, argv);
+  if (!started.warning.empty()) std::fprintf(stderr, "rosetta: warning: %s\n", started.warning.c_str());
+  for (const std::string& w : started.kernel_warnings) std::fprintf(stderr, "rosetta: warning: %s\n", w.c_str());
+  rosetta::cli::report_fatal_signals();  // a crash names its kernel (fatal_signals.h)
   rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};

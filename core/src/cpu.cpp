@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/bf16_kernel.h"
 #include "kernels/f32.h"
 #include "kernels/int8.h"
+#include "kernels/kernel_check.h"
 #include "rosetta/core/check.h"
 #include "rosetta/core/tensor.h"
 #include "start_env.h"
@@ -169,6 +171,35 @@ BlasKernels blas_kernels() {
   return k;
 }
 
+namespace {
+// What runs a precision's products where its kernel failed the check.
+std::string runs_instead(const std::string& precision) {
+  if (precision == "fp32") {
+    const std::string isa = detail::gemm_f32_packed_isa();
+    return isa.empty() ? "fp32 products by packed weights run on OpenBLAS instead"
+                       : "fp32 products by packed weights run on " + isa + " instead";
+  }
+  if (precision == "bf16")
+    return detail::bf16_kernel() ? std::string("bf16 products run on ") + detail::bf16_kernel()->name + " instead"
+                                 : "no bf16 kernel is left: --precision bf16 and auto run in fp32";
+  const std::string isa = detail::gemm_int8_isa();
+  return isa.empty() ? "no int8 kernel is left: --precision int8 runs in fp32" : "int8 products run on " + isa + " instead";
+}
+}  // namespace
+
+std::vector<std::string> kernel_check_warnings() {
+  std::vector<std::string> lines;
+  const detail::KernelChecks& checked = detail::kernel_checks();
+  if (!checked.not_run.empty())
+    lines.push_back("rosetta's kernels could not be checked on this CPU before use (" + checked.not_run +
+                    "): they run unchecked");
+  for (const detail::KernelCheck& c : checked.checks)
+    if (!c.failure.empty())
+      lines.push_back(std::string("the ") + c.precision + " kernel " + c.kernel +
+                      " failed its start-up check on this CPU (" + c.failure + "): " + runs_instead(c.precision));
+  return lines;
+}
+
 std::string kernels_summary() {
   const BlasKernels k = blas_kernels();
   std::string s = "CPU " + cpu_isa_name();
@@ -196,6 +227,13 @@ std::string kernels_summary() {
                                               : "rosetta " + packed + " kernel on weights packed once");
   const std::string int8 = detail::gemm_int8_isa();
   s += "; int8 decoding: " + (int8.empty() ? std::string("none (no AVX2)") : "rosetta " + int8 + " kernel");
+  const detail::KernelChecks& checked = detail::kernel_checks();
+  std::string failed;
+  for (const detail::KernelCheck& c : checked.checks)
+    if (!c.failure.empty()) failed += std::string(failed.empty() ? "" : ", ") + c.precision + " " + c.kernel;
+  if (!checked.not_run.empty()) s += "; kernels not checked before use (" + checked.not_run + ")";
+  else if (!failed.empty()) s += "; failed their start-up check, not used: " + failed;
+  else if (!checked.checks.empty()) s += "; every kernel passed its start-up check";
   return s;
 }
 

@@ -305,6 +305,7 @@ StartReport start(int argc, char** argv, const StartOptions& options) {
   const bool wait_policy = options.passive_wait && want_passive_wait();
   const bool kernels = options.blas_kernels && choose_blas_kernels(argv[0], report.warning);
   if (wait_policy || kernels) execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  if (options.check_kernels) report.kernel_warnings = kernel_check_warnings();
   return report;
 }
 

@@ -7,17 +7,12 @@
 // epilogue as the AVX-512 kernel. Linux hands the 8 KiB tile state only to processes that ask
 // (runs_on asks, once per process: dispatch.cpp). ROSETTA_AMX=model runs this path with the
 // tile products in plain code (bf16_amx_model.cpp), on any CPU with AVX512_BF16.
-#include "bf16_kernel.h"
-#include "rosetta/core/cpu.h"
-
 #include <chrono>
-#include <cstring>
 #include <type_traits>
 
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
+#include "amx.h"
+#include "bf16_kernel.h"
+#include "rosetta/core/cpu.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12, of its own AVX-512 intrinsics
@@ -25,18 +20,9 @@
 
 namespace rosetta::detail {
 
-bool amx_tile_state_granted() {
-#if defined(__linux__) && defined(__x86_64__)
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // arch_prctl(ARCH_REQ_XCOMP_PERM, ...)
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
-
 namespace {
 bool runs_on(const CpuFeatures& f) {
-  return bf16_avx512.runs_on(f) && f.amx_tile && f.amx_bf16 && amx_tile_state_granted();
+  return bf16_avx512.runs_on(f) && f.amx_tile && f.amx_bf16 && amx::tile_state_granted();
 }
 }  // namespace
 
@@ -45,26 +31,6 @@ const Bf16Kernel bf16_amx{"AMX", true, false, runs_on};
 #if defined(__x86_64__)
 
 namespace bf16 {
-
-// Tiles 0-3: C (16 x 16 fp32); 4-5: A (16 rows x 16 pairs); 6-7: B (16 pairs x 16 columns). All
-// 16 rows of 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-ROSETTA_AMX_TARGET void configure_tiles() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
-
-ROSETTA_AMX_TARGET void release_tiles() { _tile_release(); }
 
 template <class T>
 ROSETTA_AMX_TARGET void pack_a_amx(bool ta, const T* src, int64_t ld, int64_t kc, int64_t mc, int64_t ks,
@@ -136,7 +102,8 @@ ROSETTA_BF16_TARGET inline void prefetch_rows16(const Out16& o, int rows) {
 }
 
 // acc (AMR x NR, rows NR apart) = A panel (AMR rows of ks pairs) . B sliver (ks pairs x NR), on
-// the tiles configure_tiles() set up.
+// the tiles amx::configure_tiles() set up (amx.h): 0-3 C (16 x 16 fp32), 4-5 A (16 rows x 16
+// pairs), 6-7 B (16 pairs x 16 columns).
 ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t* b, float* acc) {
   _tile_zero(0);
   _tile_zero(1);
@@ -144,10 +111,10 @@ ROSETTA_AMX_TARGET void amx_kernel(int64_t ks, const uint32_t* a, const uint32_t
   _tile_zero(3);
   constexpr int64_t a_stride = 16 * sizeof(uint32_t), b_stride = NR * sizeof(uint32_t);
   for (int64_t p = 0; p < ks; p += 16) {
-    _tile_loadd(4, a + amx_a_word(0, p), a_stride);
-    _tile_loadd(5, a + amx_a_word(16, p), a_stride);
-    _tile_loadd(6, b + p * NR, b_stride);
-    _tile_loadd(7, b + p * NR + 16, b_stride);
+    ROSETTA_TILE_LOADD(4, a + amx_a_word(0, p), a_stride);
+    ROSETTA_TILE_LOADD(5, a + amx_a_word(16, p), a_stride);
+    ROSETTA_TILE_LOADD(6, b + p * NR, b_stride);
+    ROSETTA_TILE_LOADD(7, b + p * NR + 16, b_stride);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
@@ -193,15 +160,15 @@ ROSETTA_AMX_TARGET double time_amx_dots(int64_t iters) {
   if (iters <= 0) return 0;
   alignas(64) uint16_t ones[16 * 32];  // bf16 0.25: normal numbers, no special cases
   std::fill(ones, ones + 16 * 32, uint16_t(0x3E80));
-  bf16::configure_tiles();
+  amx::configure_tiles();
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  _tile_loadd(4, ones, 64);
-  _tile_loadd(5, ones, 64);
-  _tile_loadd(6, ones, 64);
-  _tile_loadd(7, ones, 64);
+  ROSETTA_TILE_LOADD(4, ones, 64);
+  ROSETTA_TILE_LOADD(5, ones, 64);
+  ROSETTA_TILE_LOADD(6, ones, 64);
+  ROSETTA_TILE_LOADD(7, ones, 64);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iters; ++i) {
     _tile_dpbf16ps(0, 4, 6);
@@ -210,7 +177,7 @@ ROSETTA_AMX_TARGET double time_amx_dots(int64_t iters) {
     _tile_dpbf16ps(3, 5, 7);
   }
   const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  _tile_release();
+  amx::release_tiles();
   return dt;
 }
 

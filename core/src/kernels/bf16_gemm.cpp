@@ -14,6 +14,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "amx.h"
 #include "bf16_kernel.h"
 
 namespace rosetta::detail {
@@ -60,7 +61,7 @@ ROSETTA_AMX_TARGET void compute(const Bf16Gemm& g, bool modelled, int64_t m0, in
   const Bf16AOutputs& A_out = g.a_out;
   const Bf16Epilogue& out = g.out;
   if constexpr (Amx)
-    if (!modelled) configure_tiles();
+    if (!modelled) amx::configure_tiles();
   const int64_t np_all = round_up(g.N, NR), kb = block_k(Amx);
   // On AMX tiles with short k, a panel of A meets every sliver of the B panel in turn (below), so
   // the B panel is kept to what L2 holds beside the rest.
@@ -128,7 +129,7 @@ ROSETTA_AMX_TARGET void compute(const Bf16Gemm& g, bool modelled, int64_t m0, in
     }
   }
   if constexpr (Amx)
-    if (!modelled) release_tiles();
+    if (!modelled) amx::release_tiles();
 }
 
 void scale_c(const Bf16Gemm& g) {  // K == 0: C = bias + beta * C
@@ -150,7 +151,11 @@ void scale_c(const Bf16Gemm& g) {  // K == 0: C = bias + beta * C
 void run(const Bf16Gemm& g, int threads, const Bf16Kernel& kernel) {
   const bool amx = kernel.amx, modelled = kernel.modelled;
   const int64_t mr = amx ? AMR : MR;
-  const auto part = amx ? compute<true> : compute<false>;
+  const auto compute_part = amx ? compute<true> : compute<false>;
+  const auto part = [&](const Bf16Gemm& g, bool modelled, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const KernelScope running("bf16", kernel.name);
+    compute_part(g, modelled, m0, m1, n0, n1);
+  };
   const int64_t tiles_m = (g.M + mr - 1) / mr, tiles_n = (g.N + NR - 1) / NR;
   const bool split_m = g.M >= g.N;
   const int64_t tiles = split_m ? tiles_m : tiles_n;

@@ -46,11 +46,6 @@ extern const Bf16Kernel bf16_avx512;     // bf16_avx512.cpp
 extern const Bf16Kernel bf16_amx;        // bf16_amx.cpp
 extern const Bf16Kernel bf16_amx_model;  // bf16_amx_model.cpp
 
-// Whether the OS lets this process use the AMX tile state: Linux hands out its 8 KiB only to
-// processes that ask (kernel 5.16 and later); false elsewhere. The bf16 and int8 AMX kernels'
-// runs_on ask it (bf16_amx.cpp).
-bool amx_tile_state_granted();
-
 namespace bf16 {
 
 // Measured on a Zen 4 (bench/gemm_bench.cpp): 12 x 32 beat 8 x 48 and 14 x 32 by 0-10% on the
@@ -253,12 +248,8 @@ struct TileEpilogue {
 // columns), stored through ep. (bf16_avx512.cpp)
 void avx512_tile(int64_t kp, const uint32_t* a, const uint32_t* b, int m, int n, const TileEpilogue& ep);
 
-// The AMX tiles, set up on this thread for amx_tile (the tiles' configuration), and released.
-// (bf16_amx.cpp)
-ROSETTA_AMX_TARGET void configure_tiles();
-ROSETTA_AMX_TARGET void release_tiles();
 // The tile (m x n of AMR x NR) of A panel (AMR rows of ks pairs, a multiple of 16; pack_a_amx) .
-// B sliver (ks pairs x NR), on the tiles configure_tiles() set up, or in plain code where
+// B sliver (ks pairs x NR), on the tiles amx::configure_tiles() set up (amx.h), or in plain code where
 // `modelled` (amx_kernel_model), stored through ep. (bf16_amx.cpp)
 ROSETTA_AMX_TARGET void amx_tile(int64_t ks, const uint32_t* a, const uint32_t* b, int m, int n, const TileEpilogue& ep,
                                  bool modelled);

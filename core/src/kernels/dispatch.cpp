@@ -2,14 +2,19 @@
 // environment's say.
 #include "dispatch.h"
 
+#include <array>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
 
 #include "bf16_kernel.h"
 #include "f32_kernel.h"
 #include "int8_kernel.h"
+#include "kernel_check.h"
 #include "rosetta/core/cpu.h"
+#include "rosetta/core/fault.h"
 
 namespace rosetta::detail {
 
@@ -48,43 +53,63 @@ std::vector<const K*> runnable(const K* const (&list)[N]) {
   return here;
 }
 
+// What fault.h reads: this thread's kernel, and the choices so far (a fixed buffer, written under
+// a lock by the choices, read by a signal handler as it stands).
+thread_local __attribute__((tls_model("initial-exec"))) const char* t_precision = nullptr;
+thread_local __attribute__((tls_model("initial-exec"))) const char* t_kernel = nullptr;
+char g_in_use[192] = "";
+std::mutex g_in_use_lock;
+
+template <class K>
+const K* note_choice(const char* precision, const K* k) {
+  const std::lock_guard<std::mutex> hold(g_in_use_lock);
+  std::string s = g_in_use;
+  s += std::string(s.empty() ? "" : ", ") + precision + " " + (k ? k->name : "none");
+  std::strncpy(g_in_use, s.c_str(), sizeof g_in_use - 1);
+  return k;
+}
+
+// The first of `list` that the CPU runs and that passed its start-up check (kernel_check.h);
+// null where none did. `allowed` is the environment's say.
+template <class K, class List, class Allowed>
+const K* first_proven(const List& list, Allowed allowed) {
+  for (const K* k : list)
+    if (allowed(k) && k->runs_on(cpu_features()) && passed_check(k)) return k;
+  return nullptr;
+}
+
 }  // namespace
 
 const F32Kernel* f32_kernel() {
   static const F32Kernel* const chosen = [] {
     const bool avx2 = env("ROSETTA_PACKED_F32") == "avx2";
-    for (const F32Kernel* k : kF32Kernels)
-      if ((!avx2 || k == &f32_avx2) && k->runs_on(cpu_features())) return k;
-    return static_cast<const F32Kernel*>(nullptr);
+    return note_choice("fp32", first_proven<F32Kernel>(kF32Kernels, [&](const F32Kernel* k) { return !avx2 || k == &f32_avx2; }));
   }();
   return chosen;
 }
 
 const Bf16Kernel* bf16_kernel() {
-  static const Bf16Kernel* const chosen = []() -> const Bf16Kernel* {
+  static const Bf16Kernel* const chosen = note_choice("bf16", []() -> const Bf16Kernel* {
     if (!bf16_avx512.runs_on(cpu_features())) return nullptr;
     const std::string amx = env("ROSETTA_AMX");
-    if (amx == "model") return &bf16_amx_model;
-    for (const Bf16Kernel* k : kBf16Kernels)
-      if ((k != &bf16_amx || (amx != "0" && amx != "off")) && k->runs_on(cpu_features())) return k;
-    return nullptr;
-  }();
+    if (amx == "model") return first_proven<Bf16Kernel>(std::array{&bf16_amx_model}, [](auto) { return true; });
+    return first_proven<Bf16Kernel>(kBf16Kernels,
+                                    [&](const Bf16Kernel* k) { return k != &bf16_amx || (amx != "0" && amx != "off"); });
+  }());
   return chosen;
 }
 
 const Int8Kernel* int8_kernel() {
-  static const Int8Kernel* const chosen = []() -> const Int8Kernel* {
+  static const Int8Kernel* const chosen = note_choice("int8", []() -> const Int8Kernel* {
     const std::string amx = env("ROSETTA_AMX"), asked = env("ROSETTA_INT8");
-    if (amx == "model" && int8_amx_model.runs_on(cpu_features())) return &int8_amx_model;
-    if (!asked.empty()) {
-      for (const Int8Kernel* k : int8_kernels_here())
-        if (kernel_key(k->name) == asked) return k;
-      return nullptr;
-    }
-    for (const Int8Kernel* k : runnable(kInt8Kernels))
-      if (k != &int8_amx || (amx != "0" && amx != "off")) return k;
-    return nullptr;
-  }();
+    const auto any = [](const Int8Kernel*) { return true; };
+    if (amx == "model" && int8_amx_model.runs_on(cpu_features()))
+      return first_proven<Int8Kernel>(std::array{&int8_amx_model}, any);
+    if (!asked.empty())
+      return first_proven<Int8Kernel>(int8_kernels_here(), [&](const Int8Kernel* k) { return kernel_key(k->name) == asked; });
+    return first_proven<Int8Kernel>(kInt8Kernels,
+                                    [&](const Int8Kernel* k) { return k != &int8_amx || (amx != "0" && amx != "off"); });
+  }());
   return chosen;
 }
 
@@ -110,4 +135,23 @@ bool gemm_bf16_amx_modelled() { return bf16_kernel() && bf16_kernel()->modelled;
 bool gemm_int8_available() { return int8_kernel() != nullptr; }
 const char* gemm_int8_isa() { return int8_kernel() ? int8_kernel()->name : ""; }
 
+KernelScope::KernelScope(const char* precision, const char* kernel)
+    : saved_precision_(t_precision), saved_kernel_(t_kernel) {
+  t_precision = precision;
+  t_kernel = kernel;
+}
+
+KernelScope::~KernelScope() {
+  t_precision = saved_precision_;
+  t_kernel = saved_kernel_;
+}
+
 }  // namespace rosetta::detail
+
+namespace rosetta {
+
+RunningKernel kernel_running_here() { return {detail::t_precision, detail::t_kernel}; }
+
+const char* kernels_in_use() { return detail::g_in_use; }
+
+}  // namespace rosetta

@@ -2,8 +2,9 @@
 //
 // Each precision has a list of kernels, best first, each one file of this folder that names the
 // instructions it needs. The first whose instructions the CPU has (cpuid, and the OS's grant of
-// the registers or the AMX tiles) runs, chosen once per process at its first use, unless the
-// environment then says otherwise:
+// the registers or the AMX tiles) and that passed its start-up check on this CPU
+// (kernel_check.h) runs, chosen once per process at its first use, unless the environment then
+// says otherwise (a kernel it names that failed the check is not chosen either):
 //   ROSETTA_PACKED_F32=avx2  fp32: the AVX2 kernel, also on a CPU with AVX-512
 //   ROSETTA_AMX=0 or off     bf16: the AVX512_BF16 kernel, also on a CPU with AMX
 //   ROSETTA_AMX=model        bf16: the AMX path with its tile products modelled in plain code, on
@@ -50,5 +51,19 @@ bool gemm_bf16_amx();
 bool gemm_bf16_amx_modelled();
 bool gemm_int8_available();  // int8_kernel() is not null: AVX2 at least
 const char* gemm_int8_isa();  // int8_kernel()'s name, "" where none runs
+
+// Marks the calling thread as running a product of `precision` on `kernel` while it lives, for
+// a fatal signal's report (rosetta/core/fault.h). The drivers hold one around each thread's part.
+class KernelScope {
+ public:
+  KernelScope(const char* precision, const char* kernel);
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  const char* saved_precision_;
+  const char* saved_kernel_;
+};
 
 }  // namespace rosetta::detail

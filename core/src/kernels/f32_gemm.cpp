@@ -43,7 +43,10 @@ void gemm_f32_packed(int64_t M, const float* a, int64_t lda, const PackedBF32& b
   const F32Kernel& k = kernel ? *kernel : *f32_kernel();
   const F32Problem g{M, a, lda, &b, c, ldc, bias};
   split_over_threads(M, N, k.mr, kF32Cols, threads,
-                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { k.compute(g, m0, m1, n0, n1); });
+                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                       const KernelScope running("fp32", k.name);
+                       k.compute(g, m0, m1, n0, n1);
+                     });
 }
 
 }  // namespace rosetta::detail

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "bf16_kernel.h"  // ROSETTA_AMX_TARGET, the tile configuration (all 16 rows of 64 bytes)
+#include "amx.h"  // the tile configuration (all 16 rows of 64 bytes), the tile loads
 #include "common.h"
 #include "int8_kernel.h"
 #include "rosetta/core/cpu.h"
@@ -39,7 +39,7 @@ constexpr int NR = kInt8Cols;
 bool runs_model(const CpuFeatures& f) { return int8_avx512_vnni.runs_on(f); }
 
 bool runs_amx(const CpuFeatures& f) {
-  return runs_model(f) && f.avx512_bf16 && f.amx_tile && f.amx_int8 && amx_tile_state_granted();
+  return runs_model(f) && f.avx512_bf16 && f.amx_tile && f.amx_int8 && amx::tile_state_granted();
 }
 
 #if defined(__x86_64__)
@@ -54,13 +54,13 @@ ROSETTA_AMX_INT8_TARGET void tile_products(int rows, int64_t kp, const uint8_t* 
     _tile_zero(3);
   }
   for (int64_t k = 0; k < kp; k += 64) {
-    _tile_loadd(4, a + k, kp);
-    _tile_loadd(6, b + k * NR, b_stride);  // quads k / 4 .. + 15, columns 0-15
-    _tile_loadd(7, b + k * NR + 64, b_stride);
+    ROSETTA_TILE_LOADD(4, a + k, kp);
+    ROSETTA_TILE_LOADD(6, b + k * NR, b_stride);  // quads k / 4 .. + 15, columns 0-15
+    ROSETTA_TILE_LOADD(7, b + k * NR + 64, b_stride);
     _tile_dpbusd(0, 4, 6);
     _tile_dpbusd(1, 4, 7);
     if (rows > 16) {
-      _tile_loadd(5, a + 16 * kp + k, kp);
+      ROSETTA_TILE_LOADD(5, a + 16 * kp + k, kp);
       _tile_dpbusd(2, 5, 6);
       _tile_dpbusd(3, 5, 7);
     }
@@ -103,7 +103,7 @@ ROSETTA_INT8_TARGET void store_block(const int32_t* acc, int m, int n, const flo
 template <bool Modelled>
 void compute(const Int8Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   alignas(64) int32_t acc[2 * MR * NR];
-  if constexpr (!Modelled) bf16::configure_tiles();
+  if constexpr (!Modelled) amx::configure_tiles();
   for (int64_t j = n0; j < n1; j += NR) {
     const int8_t* sliver = g.b->q + j * g.kp;
     const int n = int(std::min<int64_t>(NR, n1 - j));
@@ -115,7 +115,7 @@ void compute(const Int8Problem& g, int64_t m0, int64_t m1, int64_t n0, int64_t n
       store_block(acc, m, n, g.sa + i, g.b->scale + j, g.b->comp + j, bias, g.c + i * g.ldc + j, g.ldc);
     }
   }
-  if constexpr (!Modelled) bf16::release_tiles();
+  if constexpr (!Modelled) amx::release_tiles();
 }
 
 #else  // not x86-64: never runs there

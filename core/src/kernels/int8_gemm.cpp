@@ -87,7 +87,10 @@ void gemm_int8_packed(int64_t M, const float* a, int64_t lda, const PackedBInt8&
   k.quantize_rows(M, Mp, K, kp, a, lda, qa, sa);
   const Int8Problem g{M, kp, qa, sa, &b, c, ldc, bias};
   split_over_threads(M, N, k.mr, kInt8Cols, threads,
-                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) { k.compute(g, m0, m1, n0, n1); });
+                     [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+                       const KernelScope running("int8", k.name);
+                       k.compute(g, m0, m1, n0, n1);
+                     });
 }
 
 }  // namespace rosetta::detail

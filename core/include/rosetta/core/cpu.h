@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "rosetta/core/enum_names.h"
 
@@ -76,6 +77,16 @@ struct BlasKernels {
   bool below_cpu() const { return core_isa < cpu_isa; }
 };
 BlasKernels blas_kernels();
+
+// Before the dispatch lets a product run on one of rosetta's own kernels, each kernel this CPU
+// would run multiplies a small product against a plain reference in a child process, once per
+// process (~1-3 ms; core/src/kernels/README.md): a kernel that crashes, gets a wrong result or
+// hangs there is not used, and the next on its precision's list runs instead. One line per
+// kernel that failed, naming it, how it failed and what runs instead, e.g. "the bf16 kernel AMX
+// failed its start-up check on this CPU (killed by SIGILL): bf16 products run on AVX512_BF16
+// instead"; empty where all passed. Runs the checks where they have not run yet (rosetta::start
+// runs them first thing).
+std::vector<std::string> kernel_check_warnings();
 
 // One line for logs and reports: ISA, kernels and where they came from, e.g.
 // "CPU AVX-512+AVX512_BF16; fp32 GEMM: OpenBLAS Cooperlake (its own choice); bf16 GEMM: ...;

@@ -38,6 +38,12 @@
 //    with some cores on some CPUs: that must cost a warning, not the run. The variables are
 //    rosetta's own, read by blas_kernels() (cpu.h) to say where the core came from.
 //
+// 3. rosetta's own kernels (core/src/kernels/): each one this CPU would run multiplies a small
+//    product against a plain reference in a child process (kernel_check_warnings(), cpu.h), so
+//    that a kernel that crashes, computes wrong or hangs on this CPU is never used: the next one
+//    on its list runs, and StartReport::kernel_warnings says which failed and what runs instead.
+//    (The dispatch runs the same checks at its first product where start() was not called.)
+//
 // The self-test child is the one place the library ends a process itself: it is this program
 // started only to run the test, and must not go on to run main. Its exit status is 0 when the
 // test passes, else 1 with one line on stderr saying what failed.
@@ -53,12 +59,14 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace rosetta {
 
 struct StartOptions {
   bool passive_wait = true;  // OMP_WAIT_POLICY=passive unless the environment chose a policy
   bool blas_kernels = true;  // OpenBLAS's better core, after a self-test, where it picked one below the CPU
+  bool check_kernels = true;  // rosetta's own kernels checked on this CPU now (else at their first product)
 };
 
 // What start() has to tell, for the program to say it (the library never prints).
@@ -67,6 +75,8 @@ struct StartReport {
   // "OpenBLAS picked its Prescott kernels (SSE3) on a CPU with AVX-512; the Cooperlake kernels
   // failed a self-test (killed by SIGABRT), so fp32 products run on Prescott". Else empty.
   std::string warning;
+  // One line per kernel of rosetta's that failed its check on this CPU (kernel_check_warnings()).
+  std::vector<std::string> kernel_warnings;
 };
 
 // Sets the environment above and starts the program again where it must (does not return then,
