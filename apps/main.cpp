@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();
   CLI::App app{"rosetta: a small C++ deep-learning framework and toy translator"};
-  // "rosetta 0.2.0 (commit 1a2b3c4)": -dirty where the tree had changes, "unknown" outside git.
+  // "rosetta 0.2.1 (commit 1a2b3c4)": -dirty where the tree had changes, "unknown" outside git.
   app.set_version_flag("--version", std::string("rosetta ") + ROSETTA_VERSION + " (commit " + ROSETTA_COMMIT + ")");
   app.require_subcommand(1);
   rosetta::cli::register_train(app, argc, argv);

@@ -58,7 +58,7 @@ if grep -rl -e "$root/" -e "$build" "$config_dir" "$prefix/include"; then
 fi
 if [[ -x $prefix/bin/rosetta ]]; then
   got=$("$prefix/bin/rosetta" --version)
-  # "rosetta 0.2.0 (commit 1a2b3c4)", -dirty after it where the tree had changes, or "unknown"
+  # "rosetta 0.2.1 (commit 1a2b3c4)", -dirty after it where the tree had changes, or "unknown"
   [[ $got =~ ^rosetta\ ${version//./\\.}\ \(commit\ ([0-9a-f]+(-dirty)?|unknown)\)$ ]] ||
     fail "rosetta --version printed '$got', package is $version"
   echo "test-install: $got"

@@ -35,7 +35,7 @@ TEST_CASE("rosetta --version names the version and the commit the binary was bui
   const RunResult r = run_rosetta("--version");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  // "rosetta 0.2.0 (commit 1a2b3c4)"; "-dirty" after the hash where the tree had changes, and
+  // "rosetta 0.2.1 (commit 1a2b3c4)"; "-dirty" after the hash where the tree had changes, and
   // "unknown" for a tree without git (cmake/commit.cmake). The version is the project's.
   const std::string version = std::regex_replace(std::string(ROSETTA_VERSION), std::regex("\\."), "\\.");
   CHECK(std::regex_match(r.output, std::regex("rosetta " + version + R"( \(commit ([0-9a-f]{7,40}(-dirty)?|unknown)\)\n)")));
