@@ -14,8 +14,8 @@
 // The checks run in a child process (fork), one after the other, each announcing itself on a
 // pipe: a check that kills the child (SIGILL, SIGSEGV, ...), gets a wrong result or gives no
 // answer within the timeout fails, and the next child goes on with the kernels after it. A kernel
-// that failed is out of the dispatch for this process: the next one on its list runs. In all,
-// ~1-3 ms on a 2-core Xeon with AMX.
+// that failed is out of the dispatch for this process: the next one on its list runs. In all a
+// few milliseconds, once per process (docs/results/machines.md has the measurement).
 //
 // Environment:
 //   ROSETTA_KERNEL_CHECK_TIMEOUT=<seconds>  how long a check may take (10)

@@ -80,7 +80,7 @@ BlasKernels blas_kernels();
 
 // Before the dispatch lets a product run on one of rosetta's own kernels, each kernel this CPU
 // would run multiplies a small product against a plain reference in a child process, once per
-// process (~1-3 ms; core/src/kernels/README.md): a kernel that crashes, gets a wrong result or
+// process (a few ms; core/src/kernels/README.md): a kernel that crashes, gets a wrong result or
 // hangs there is not used, and the next on its precision's list runs instead. One line per
 // kernel that failed, naming it, how it failed and what runs instead, e.g. "the bf16 kernel AMX
 // failed its start-up check on this CPU (killed by SIGILL): bf16 products run on AVX512_BF16
