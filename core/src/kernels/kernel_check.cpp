@@ -233,25 +233,8 @@ size_t run_children_from(std::vector<Candidate>& all, size_t from, std::vector<b
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
   std::string buffer;
   long running = -1;  // the check the child announced and has not finished
-  bool timed_out = false;
-  for (int fd = fds[0]; fd >= 0;) {
-    const auto left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      timed_out = true;
-      close(fd);
-      break;
-    }
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, int(std::ceil(left * 1000))) <= 0) continue;
-    char chunk[512];
-    const ssize_t n = read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      close(fd);
-      fd = -1;
-      continue;
-    }
-    buffer.append(chunk, size_t(n));
+  const auto take = [&](const char* chunk, size_t n) {
+    buffer.append(chunk, n);
     for (size_t nl; (nl = buffer.find('\n')) != std::string::npos; buffer.erase(0, nl + 1)) {
       const std::string line = buffer.substr(0, nl);
       const size_t i = std::strtoul(line.c_str() + 2, nullptr, 10);
@@ -266,10 +249,36 @@ size_t run_children_from(std::vector<Candidate>& all, size_t from, std::vector<b
         running = -1;
       }
     }
+  };
+  // Reads what the child says, in ticks of 10 ms at most, until it has ended (waitpid, not the
+  // pipe's end alone: a process another thread forked meanwhile may hold the pipe open too) or
+  // the check under way has taken longer than the timeout.
+  int status = 0, fd = fds[0];
+  bool exited = false, timed_out = false;
+  char chunk[512];
+  while (!exited) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      timed_out = true;
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};  // fd -1 once the pipe ended: poll only sleeps, 1 ms
+    if (poll(&p, 1, fd >= 0 ? 10 : 1) > 0) {
+      const ssize_t n = read(fd, chunk, sizeof chunk);
+      if (n > 0) take(chunk, size_t(n));
+      else if (n == 0 || errno != EINTR) close(fd), fd = -1;
+    }
+    exited = waitpid(pid, &status, WNOHANG) == pid;
   }
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (fd >= 0) {  // what the child wrote just before it ended
+    for (pollfd p{fd, POLLIN, 0}; poll(&p, 1, 0) > 0;) {
+      const ssize_t n = read(fd, chunk, sizeof chunk);
+      if (n <= 0) break;
+      take(chunk, size_t(n));
+    }
+    close(fd);
   }
   // Where the child ended inside a check, that check failed; where it ended between checks
   // (before the first), the first not done fails with it, so that every round makes progress.
