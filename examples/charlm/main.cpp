@@ -215,9 +215,11 @@ int main(int argc, char** argv) {
     // First, as the rosetta CLI: threads that wait passively, and OpenBLAS's best kernels where it
     // picked some below the CPU (rosetta/core/start.h). It may start the program again.
     const StartReport started = start(argc, argv);
-    // Kernels still below the CPU: a self-test failed, or OPENBLAS_CORETYPE chose them.
+    // Kernels still below the CPU: a self-test failed, or OPENBLAS_CORETYPE chose them; and any
+    // of rosetta's own that failed their check on this CPU.
     if (const std::string w = started.warning.empty() ? blas_kernels_warning() : started.warning; !w.empty())
       std::fprintf(stderr, "charlm: warning: %s\n", w.c_str());
+    for (const std::string& w : started.kernel_warnings) std::fprintf(stderr, "charlm: warning: %s\n", w.c_str());
     return run(parse_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "charlm: %s\n", e.what());

@@ -57,9 +57,8 @@ std::pair<Tensor, Tensor> make_batch(Generator& gen, int64_t n) {
 }
 
 int main(int argc, char** argv) {
-  // First: threads that wait passively, OpenBLAS's best kernels (rosetta/core/start.h).
-  if (const std::string w = start(argc, argv).warning; !w.empty())
-    std::fprintf(stderr, "custom_module: warning: %s\n", w.c_str());
+  // First: threads that wait passively, OpenBLAS's best kernels, rosetta's checked (rosetta/core/start.h).
+  for (const std::string& w : start(argc, argv).warnings()) std::fprintf(stderr, "custom_module: warning: %s\n", w.c_str());
   Generator gen(1);
   AttentionPool model(kVocab, kDim, kHeads, /*classes=*/2, gen);
   for (const auto& [name, p] : model.named_parameters())

@@ -26,9 +26,8 @@ struct MLP : nn::Module {
 };
 
 int main(int argc, char** argv) {
-  // First: threads that wait passively, OpenBLAS's best kernels (rosetta/core/start.h).
-  if (const std::string w = start(argc, argv).warning; !w.empty())
-    std::fprintf(stderr, "mlp: warning: %s\n", w.c_str());
+  // First: threads that wait passively, OpenBLAS's best kernels, rosetta's checked (rosetta/core/start.h).
+  for (const std::string& w : start(argc, argv).warnings()) std::fprintf(stderr, "mlp: warning: %s\n", w.c_str());
   Generator gen(7);
   MLP model(2, 16, 2, gen);
   optim::Adam opt(model.parameters(), optim::AdamOptions{.lr = 0.03});

@@ -18,9 +18,8 @@
 using namespace rosetta;
 
 int main(int argc, char** argv) try {
-  // First: threads that wait passively, OpenBLAS's best kernels (rosetta/core/start.h).
-  if (const std::string w = start(argc, argv).warning; !w.empty())
-    std::fprintf(stderr, "translate: warning: %s\n", w.c_str());
+  // First: threads that wait passively, OpenBLAS's best kernels, rosetta's checked (rosetta/core/start.h).
+  for (const std::string& w : start(argc, argv).warnings()) std::fprintf(stderr, "translate: warning: %s\n", w.c_str());
   if (argc < 2) {
     std::fprintf(stderr, "usage: translate RUN_DIR [SENTENCE...]  (none: one per line on stdin)\n");
     return 2;

@@ -2,8 +2,8 @@
 // as the rosetta CLI (which calls it too):
 //
 //   int main(int argc, char** argv) {
-//     const rosetta::StartReport started = rosetta::start(argc, argv);
-//     if (!started.warning.empty()) std::fprintf(stderr, "myprog: warning: %s\n", started.warning.c_str());
+//     for (const std::string& w : rosetta::start(argc, argv).warnings())
+//       std::fprintf(stderr, "myprog: warning: %s\n", w.c_str());
 //     ...
 //
 // Two settings must be in the environment when libgomp and OpenBLAS load, before main runs, so
@@ -77,6 +77,13 @@ struct StartReport {
   std::string warning;
   // One line per kernel of rosetta's that failed its check on this CPU (kernel_check_warnings()).
   std::vector<std::string> kernel_warnings;
+  // All of them, for a program to print one a line: `warning` (where set), then kernel_warnings.
+  std::vector<std::string> warnings() const {
+    std::vector<std::string> all;
+    if (!warning.empty()) all.push_back(warning);
+    all.insert(all.end(), kernel_warnings.begin(), kernel_warnings.end());
+    return all;
+  }
 };
 
 // Sets the environment above and starts the program again where it must (does not return then,
