@@ -4,9 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -96,6 +98,23 @@ inline Tensor non_contiguous(const Tensor& t) {
 inline Tensor transposed_layout(const Tensor& t) {
   REQUIRE(t.dim() >= 2);
   return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+}
+
+// Runs `command` with /bin/sh and returns its exit status (128 + the signal where one ended it)
+// and what it wrote on stdout.
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& command) {
+  CommandResult r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 }  // namespace rosetta::test

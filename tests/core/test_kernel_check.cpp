@@ -5,8 +5,6 @@
 // products are right.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -21,6 +19,7 @@
 #include "kernels/int8_kernel.h"
 #include "kernels/kernel_check.h"
 #include "rosetta/core/cpu.h"
+#include "support.h"
 
 using namespace rosetta::detail;
 
@@ -39,12 +38,9 @@ Probe probe(const std::string& vars) {
   const std::string cmd = "env -u ROSETTA_AMX -u ROSETTA_INT8 -u ROSETTA_PACKED_F32 -u ROSETTA_TEST_KERNEL_FAULT " +
                           vars + " " + ROSETTA_KERNEL_CHECK_PROBE + " 2>&1 </dev/null";
   Probe p;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) p.output.append(buf, n);
-  const int status = pclose(pipe);
-  p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const rosetta::test::CommandResult run = rosetta::test::run_command(cmd);
+  p.exit_code = run.exit_code;
+  p.output = run.output;
   std::istringstream out(p.output);
   for (std::string line; std::getline(out, line);)
     if (const size_t eq = line.find('='); eq != std::string::npos) {

@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <strings.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +20,7 @@
 
 #include "rosetta/core/cpu.h"
 #include "rosetta/core/tensor.h"
+#include "support.h"
 
 namespace {
 
@@ -41,12 +41,9 @@ Probe probe(const std::string& vars) {
       "-u ROSETTA_TEST_BLAS_MISDETECT -u ROSETTA_TEST_BLAS_SELF_TEST -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " +
       vars + " " + ROSETTA_START_PROBE + " 2>" + err + " </dev/null";
   Probe p;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) p.output.append(buf, n);
-  const int status = pclose(pipe);
-  p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const rosetta::test::CommandResult run = rosetta::test::run_command(cmd);
+  p.exit_code = run.exit_code;
+  p.output = run.output;
   std::istringstream out(p.output);
   for (std::string line; std::getline(out, line);)
     if (const size_t eq = line.find('='); eq != std::string::npos) p.said[line.substr(0, eq)] = line.substr(eq + 1);
