@@ -34,7 +34,8 @@ std::string unknown_command(CLI::App& app, int argc, char** argv) {
 int main(int argc, char** argv) {
   // Passive waiting, OpenBLAS's best core, rosetta's kernels checked on this CPU
   // (rosetta/core/start.h): may start the program again.
-  for (const std::string& w : rosetta::start(argc, argv).warnings()) std::fprintf(stderr, "rosetta: warning: %s\n", w.c_str());
+  for (const std::string& w : rosetta::start(argc, argv).warnings())
+    std::fprintf(stderr, "rosetta: warning: %s\n", w.c_str());
   rosetta::cli::report_fatal_signals();  // a crash names its kernel (fatal_signals.h)
   rosetta::cli::report_escaped_exceptions();
   rosetta::cli::setup_logging();

@@ -84,7 +84,8 @@ TEST_CASE("the AMX kernels' tile configuration: palette 1, tiles 0-7 of 16 rows 
 TEST_CASE("where the CPU has AMX, the tiles hold the configuration loaded", "[kernel_check]") {
   const rosetta::CpuFeatures& f = rosetta::cpu_features();
   if (!(f.amx_tile && amx::tile_state_granted())) {
-    WARN("this CPU (" << rosetta::cpu_isa_name() << ") has no AMX tiles the OS grants: the configuration is not read back here");
+    WARN("this CPU (" << rosetta::cpu_isa_name()
+                      << ") has no AMX tiles the OS grants: the configuration is not read back here");
     return;
   }
   amx::configure_tiles();

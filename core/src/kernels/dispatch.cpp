@@ -83,7 +83,8 @@ const K* first_proven(const List& list, Allowed allowed) {
 const F32Kernel* f32_kernel() {
   static const F32Kernel* const chosen = [] {
     const bool avx2 = env("ROSETTA_PACKED_F32") == "avx2";
-    return note_choice("fp32", first_proven<F32Kernel>(kF32Kernels, [&](const F32Kernel* k) { return !avx2 || k == &f32_avx2; }));
+    const auto allowed = [&](const F32Kernel* k) { return !avx2 || k == &f32_avx2; };
+    return note_choice("fp32", first_proven<F32Kernel>(kF32Kernels, allowed));
   }();
   return chosen;
 }

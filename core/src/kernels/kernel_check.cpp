@@ -179,7 +179,8 @@ void say(int fd, const std::string& line) {
 // The child: checks all[from..] in turn, "b <i>" on `fd` before each and "e <i> <failure>" after,
 // then ends. Never returns.
 [[noreturn]] void run_child(std::vector<Candidate>& all, size_t from, int fd) {
-  for (const int sig : {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGTRAP}) signal(sig, SIG_DFL);  // no handler of the program's
+  // The default actions, not a handler of the program's (the CLI's would report the crash).
+  for (const int sig : {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGTRAP}) signal(sig, SIG_DFL);
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // a crash leaves no core file behind
   for (size_t i = from; i < all.size(); ++i) {
