@@ -80,6 +80,30 @@ TEST_CASE("validation without translations logs its loss and no BLEU", "[cli]") 
   CHECK_THAT(line, !Catch::Contains("BLEU") && !Catch::Contains("nan"));
 }
 
+TEST_CASE("train without a budget ends by itself: early stopping after 10 validations by default", "[cli]") {
+  TempDir work("nobudget");
+  // 60 training pairs and 10 others to validate on: the tiny model overfits within a few hundred updates.
+  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(60, 1));
+  rosetta::test::write_tsv(work / "valid.tsv", rosetta::test::toy_corpus(10, 2));
+  const RunResult r = run_rosetta("train --train " + (work / "train.tsv") + " --valid " + (work / "valid.tsv") +
+                                  " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --vocab-size 60"
+                                  " --max-tokens 256 --lr 5e-3 --warmup 10 --threads 1 --valid-bleu-sentences 0"
+                                  " --validate-every 5 --save-every 0 --log-every 100 --out " + (work / "run"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // The stop comes 10 validations after the lowest validation loss (the first, where it repeats).
+  int64_t best_step = 0, last_step = 0;
+  double best = 1e30;
+  for (const json& m : read_jsonl(work / "run/metrics.jsonl")) {
+    if (m["kind"] != "valid") continue;
+    last_step = m["step"].get<int64_t>();
+    if (m["loss"].get<double>() < best) best = m["loss"].get<double>(), best_step = last_step;
+  }
+  REQUIRE(best_step > 0);
+  CHECK(last_step == best_step + 10 * 5);
+  CHECK_THAT(r.output, Catch::Contains("stopped at step " + std::to_string(last_step) + " (early-stopping)"));
+}
+
 TEST_CASE("a toy corpus trains, checkpoints, resumes identically, translates and scores", "[cli]") {
   TempDir work("toy");
   const auto train = rosetta::test::toy_corpus(300, 1), valid = rosetta::test::toy_corpus(30, 2);

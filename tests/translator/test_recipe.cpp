@@ -191,14 +191,18 @@ TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "
   // A fixed recipe is taken whatever the budget.
   c.recipe = translator::RecipeChoice::small;
   CHECK(translator::choose_recipe(c).name == "small");
-  // No budget at all (a run to be stopped by hand or early stopping): unlimited updates, the
+  // No budget at all (a run that early stopping ends): unlimited updates, the
   // large model with its strong regularization.
   c.recipe = translator::RecipeChoice::automatic;
   c.max_steps = 0;
   const translator::Recipe open = translator::choose_recipe(c);
   CHECK(open.name == "large");
   CHECK(settings(open)["dropout"] == "0.4");
-  CHECK_THAT(open.reason, Catch::Contains("no budget give unlimited updates, unlimited passes"));
+  CHECK_THAT(open.reason, Catch::Contains("no budget but early stopping (after 10 validations without improvement) "
+                                          "give unlimited updates, unlimited passes"));
+  c.early_stopping = 0;  // a run to be stopped by hand: the same rule
+  CHECK(translator::choose_recipe(c).name == "large");
+  CHECK_THAT(translator::choose_recipe(c).reason, Catch::Contains("no budget give unlimited updates"));
 }
 
 TEST_CASE("choose_recipe counts in a given batch and warm-up", "[train][recipe]") {

@@ -84,6 +84,10 @@ BudgetSource budget_source(const TrainConfig& c) {
                 " with --max-time alone times this machine, and each process of a job could choose differently:"
                 " give --max-steps (or a fixed --recipe small or large)");
   if (c.max_time_seconds() > 0 && !job) s.small_seconds = small_update_seconds(c);
+  // Without a budget a run trains to its plateau, where early stopping ends it: unlimited
+  // updates and passes, so `auto` takes the large recipe with its strongest regularization.
+  if (c.early_stopping > 0)
+    s.how = concat("no budget but early stopping (after ", c.early_stopping, " validations without improvement)");
   return s;
 }
 
@@ -189,8 +193,8 @@ Recipe recipe_settings(const std::string& name, double passes, bool few_passes_s
                 {"max-tokens", concat(s.max_tokens)},
                 {"best-metric", "\"bleu\""}};
   if (!large && passes < kSomePasses) r.settings.emplace_back("schedule", "\"linear\"");
-  // As many validations per token as with the whole batch: each takes about as long as 9 half
-  // updates, which every 200 of them was ~5% of a 13-minute run on the messages corpus (33 of ~1.1 s).
+  // As many validations per token as with the whole batch, so that validation keeps its share of
+  // the run's time (docs/results/recipes.md: a narrower feed-forward layer, fewer validations).
   if (few)
     r.settings.emplace_back("validate-every", concat(TrainConfig{}.validate_every * kFewPassesBatchDivisor));
   return r;

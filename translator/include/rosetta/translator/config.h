@@ -130,7 +130,10 @@ struct TrainConfig {
   int64_t max_steps = 0;   // 0 = no limit
   int64_t max_epochs = 0;  // 0 = no limit
   std::string max_time;    // e.g. 900, 900s, 15m, 1h ("" = no limit)
-  int64_t early_stopping = 0;  // validations without improvement before stopping (0 = off)
+  // Validations without improvement of best_metric before the run stops (0 = off). On by default,
+  // as Marian's: a run without a budget ends by itself once it stops improving, its best weights
+  // kept; 10 validations (2,000 updates at the default --validate-every) outlast the noise of one.
+  int64_t early_stopping = 10;
   BestMetric best_metric = BestMetric::loss;  // best.safetensors and early stopping by
   // weights
   double ema = 0.999;            // decay of an exponential moving average of the weights (0 = off)
@@ -248,7 +251,8 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.max_steps, C{"max_steps", stop, "stop after this many updates (0: no limit)"});
   f(c.max_epochs, C{"max_epochs", stop, "stop after this many epochs (0: no limit)"});
   f(c.max_time, C{"max_time", stop, "stop after this long: seconds, or 90s, 15m, 2h"});
-  f(c.early_stopping, C{"early_stopping", stop, "stop after this many validations without improvement (0: off)"});
+  f(c.early_stopping, C{"early_stopping", stop, "stop after this many validations without improvement of --best-metric "
+                                               "(0: off, train until another limit or Ctrl-C)"});
   f(c.best_metric, C{"best_metric", stop, "keep best.safetensors and stop early by validation loss, BLEU or chrF"});
   f(c.ema, C{"ema", stop, "keep an exponential moving average of the weights with this decay (0: off); "
                           "validation, best.safetensors and ema.safetensors use it"});
