@@ -21,8 +21,8 @@ else
   # --recipe auto (docs/cli.md#recipes): the model, batch and regularization follow the passes
   # over Ding's 18k pairs that 13 minutes give on this machine, timed before the run (more
   # passes, stronger regularization); best.safetensors is kept by validation BLEU. The matrix
-  # products run in bf16 where the CPU runs bf16 fast (AVX512_BF16 at 2x fp32's rate, or AMX),
-  # else in fp32 (docs/performance.md#precision).
+  # products run in bf16 where the CPU runs bf16 fast (AVX512_BF16 at 1.5x fp32's multiply-add
+  # rate or more, or AMX), else in fp32 (docs/performance.md#precision).
   build/rosetta train --train data/de-en/train.tsv --valid data/de-en/valid.tsv --out "$run" \
     --max-time "${ROSETTA_TRAIN_TIME:-13m}" --recipe auto --precision auto
 fi
