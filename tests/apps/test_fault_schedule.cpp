@@ -17,8 +17,8 @@ TEST_CASE("a schedule of faults: the run resumes after each and ends as if never
   const uint64_t seed = uint64_t(env_int("ROSETTA_FAULT_SEED", 1));
   // Enough updates that the run is still training when the last fault hits. A kill lands 1-12
   // updates after the last logged one, a blocked report after 30, each plus what the run makes
-  // while the test polls metrics.jsonl: on a fast CPU (a 2-core Xeon with AMX, 2026-11-29) 600
-  // updates ran out before the 50th fault. Twice that leaves room.
+  // while the test polls metrics.jsonl: on a fast CPU 600 updates can run out before the 50th
+  // fault. Twice that leaves room.
   const int64_t steps = std::max<int64_t>(1200, 24 * faults);
   TempDir work("fault_schedule");
   FaultSchedule(work, seed, steps, FaultSchedule::one_process_kinds())

@@ -106,10 +106,8 @@ MemoryPlan training_plan(const TrainConfig& c, int replicas, int ranks) {
 // rows) and of the sources ([rows, S, D] each, shared by a sentence's beams); a cache that
 // grows is copied once into one up to twice its size. A step's logits and their log-softmax
 // are [rows x beam, V]. Encoding the batch comes first, without gradients; its blocks stay in
-// the allocator's cache. Before beams shared their keys (2026-11-27), on 7 shapes 1.2-1.8x the
-// allocator's measured peak, and a whole run translating 1,024 lines of data/de-en/train.tsv with
-// --batch-tokens 16777216 (256 sentences of up to 60 tokens, beam 4) peaked at 1.29 GiB
-// resident, where the plan said 1.1 GiB; since, the test's shape gives 1.31x its peak.
+// the allocator's cache. The plan bounds the allocator's peak from above, within 2x of it
+// (tests/apps/test_faults.cpp: "the decoding estimate bounds the measured peak of a batch").
 MemoryPlan decoding_plan(const nn::TransformerOptions& o, int64_t rows, int64_t src_len,
                          const nn::SearchOptions& search, int64_t batch_tokens, int decoders) {
   const double D = double(o.d_model()), F = double(o.ff()), H = double(o.heads()), V = double(o.tgt_vocab());
