@@ -200,6 +200,14 @@ TEST_CASE("choose_recipe: auto takes the large model only for enough updates", "
   CHECK(settings(open)["dropout"] == "0.4");
   CHECK_THAT(open.reason, Catch::Contains("no budget but early stopping (after 10 validations without improvement) "
                                           "give unlimited updates, unlimited passes"));
+  // Early stopping by default without a budget only: a budget trains to its end.
+  CHECK(c.early_stopping_validations() == translator::kDefaultEarlyStopping);
+  c.max_time = "13m";
+  CHECK(c.early_stopping_validations() == 0);
+  c.early_stopping = 3;  // given: whatever the budget
+  CHECK(c.early_stopping_validations() == 3);
+  c.max_time = "";
+  CHECK(c.early_stopping_validations() == 3);
   c.early_stopping = 0;  // a run to be stopped by hand: the same rule
   CHECK(translator::choose_recipe(c).name == "large");
   CHECK_THAT(translator::choose_recipe(c).reason, Catch::Contains("no budget give unlimited updates"));

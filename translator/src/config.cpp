@@ -77,8 +77,8 @@ void TrainConfig::validate() const {
   ROSETTA_CHECK(max_tokens >= model.max_len(), "--max-tokens ", max_tokens, " is smaller than --max-len ", model.max_len(),
                 ": a batch must hold at least one sequence of the longest length");
   positive("accum", accum);
-  ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0 && early_stopping >= 0,
-                "--max-steps, --max-epochs and --early-stopping must not be negative");
+  ROSETTA_CHECK(max_steps >= 0 && max_epochs >= 0, "--max-steps and --max-epochs must not be negative");
+  ROSETTA_CHECK(early_stopping >= -1, "--early-stopping ", early_stopping, " must be 0 or more (or -1: by the budget)");
   ROSETTA_CHECK(validate_every >= 0 && save_every >= 0 && valid_bleu_sentences >= 0,
                 "--validate-every, --save-every and --valid-bleu-sentences must not be negative");
   positive("log-every", log_every);
@@ -111,6 +111,11 @@ void TrainConfig::validate() const {
     ROSETTA_CHECK(max_len >= 2 && tgt_limit() < max_len, "--max-tgt-len ", max_tgt_len, " does not fit --max-len ", max_len,
                   " (a target takes its length + 1 positions)");
   }
+}
+
+int64_t TrainConfig::early_stopping_validations() const {
+  if (early_stopping >= 0) return early_stopping;
+  return has_budget() ? 0 : kDefaultEarlyStopping;
 }
 
 double TrainConfig::max_time_seconds() const {

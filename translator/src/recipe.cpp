@@ -86,8 +86,9 @@ BudgetSource budget_source(const TrainConfig& c) {
   if (c.max_time_seconds() > 0 && !job) s.small_seconds = small_update_seconds(c);
   // Without a budget a run trains to its plateau, where early stopping ends it: unlimited
   // updates and passes, so `auto` takes the large recipe with its strongest regularization.
-  if (c.early_stopping > 0)
-    s.how = concat("no budget but early stopping (after ", c.early_stopping, " validations without improvement)");
+  if (c.early_stopping_validations() > 0)
+    s.how = concat("no budget but early stopping (after ", c.early_stopping_validations(),
+                   " validations without improvement)");
   return s;
 }
 

@@ -218,7 +218,8 @@ bool TrainingRun::validate(bool trained) {
       say_.warn(e.what());
     }
   }
-  return c_.early_stopping > 0 && p_.bad_validations >= c_.early_stopping;
+  const int64_t patience = c_.early_stopping_validations();
+  return patience > 0 && p_.bad_validations >= patience;
 }
 
 void TrainingRun::save() {

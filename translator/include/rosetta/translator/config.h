@@ -69,6 +69,11 @@ inline const char* on_nonfinite_name(OnNonfinite o) { return enum_name(o); }
 // depends on how often a run sees its corpus: these defaults are the recipe's for 12-16 passes, and `--recipe
 // auto` (which `rosetta train` takes for a budget without model options) sets it by the passes the
 // budget gives (recipe.h).
+// A run without a budget stops after this many validations without improvement, unless
+// --early-stopping says otherwise: 2,000 updates at the default --validate-every, long enough for
+// a noisy validation BLEU to rise again.
+inline constexpr int64_t kDefaultEarlyStopping = 10;
+
 struct TrainConfig {
   // data
   Task task = Task::translate;
@@ -130,10 +135,9 @@ struct TrainConfig {
   int64_t max_steps = 0;   // 0 = no limit
   int64_t max_epochs = 0;  // 0 = no limit
   std::string max_time;    // e.g. 900, 900s, 15m, 1h ("" = no limit)
-  // Validations without improvement of best_metric before the run stops (0 = off). On by default,
-  // as Marian's: a run without a budget ends by itself once it stops improving, its best weights
-  // kept; 10 validations (2,000 updates at the default --validate-every) outlast the noise of one.
-  int64_t early_stopping = 10;
+  // Validations without improvement of best_metric before the run stops (0 = off; -1, the
+  // default: early_stopping_validations()).
+  int64_t early_stopping = -1;
   BestMetric best_metric = BestMetric::loss;  // best.safetensors and early stopping by
   // weights
   double ema = 0.999;            // decay of an exponential moving average of the weights (0 = off)
@@ -168,6 +172,13 @@ struct TrainConfig {
   int64_t src_limit() const { return max_src_len > 0 ? max_src_len : model.max_len(); }
   int64_t tgt_limit() const { return max_tgt_len > 0 ? max_tgt_len : model.max_len() - 1; }
   double max_time_seconds() const;  // 0 = no limit
+  // Whether --max-steps, --max-epochs or --max-time limits the run.
+  bool has_budget() const { return max_steps > 0 || max_epochs > 0 || max_time_seconds() > 0; }
+  // The early-stopping patience in effect: early_stopping where given (>= 0); by default
+  // kDefaultEarlyStopping for a run without a budget, which so ends by itself once it stops
+  // improving (as Marian's runs do), and 0 for a run with one, which trains to the budget's end
+  // (where its schedule decays and the trained weights are validated against the best kept).
+  int64_t early_stopping_validations() const;
   // --warmup: a number of updates, or a share of the budget ("5%": share 0.05).
   struct Warmup {
     int64_t updates = 0;
@@ -252,7 +263,7 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.max_epochs, C{"max_epochs", stop, "stop after this many epochs (0: no limit)"});
   f(c.max_time, C{"max_time", stop, "stop after this long: seconds, or 90s, 15m, 2h"});
   f(c.early_stopping, C{"early_stopping", stop, "stop after this many validations without improvement of --best-metric "
-                                               "(0: off, train until another limit or Ctrl-C)"});
+                                               "(0: off; -1: 10 for a run without a budget, off for one with a budget)"});
   f(c.best_metric, C{"best_metric", stop, "keep best.safetensors and stop early by validation loss, BLEU or chrF"});
   f(c.ema, C{"ema", stop, "keep an exponential moving average of the weights with this decay (0: off); "
                           "validation, best.safetensors and ema.safetensors use it"});
