@@ -9,10 +9,11 @@
 #      build (scripts/test-install.sh): the ASan build installed, every example built with the
 #      sanitizers against it and run, charlm's train, save and resume path included.
 #   3. fuzz: build the libFuzzer targets (tests/fuzz/: safetensors parser, corpus readers, train
-#      --config loader) with clang-14 and -fsanitize=fuzzer,address,undefined into build-fuzz
-#      (static libraries: clang puts the sanitizer runtimes in executables only, and the layers
-#      link with --no-undefined), and run each for FUZZ_SECONDS (default 60), from the seeds in
-#      tests/fuzz/corpus/. A crash fails the step; the input is kept in build-fuzz/artifacts/.
+#      --config loader, rosetta serve's request handling) with clang-14 and
+#      -fsanitize=fuzzer,address,undefined into build-fuzz (static libraries: clang puts the
+#      sanitizer runtimes in executables only, and the layers link with --no-undefined), and run
+#      each for FUZZ_SECONDS (default 60), from the seeds in tests/fuzz/corpus/. A crash fails
+#      the step; the input is kept in build-fuzz/artifacts/.
 #
 #   bash scripts/ci-extra.sh [lint] [asan] [fuzz]      # default: all three
 #
@@ -69,10 +70,10 @@ fuzz() {
   timed "fuzz: configure" env CC=clang-14 CXX=clang++-14 cmake -S . -B "$fuzz_build" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROSETTA_SANITIZE=ON -DROSETTA_FUZZ=ON -DROSETTA_MPI=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
-  local targets=(fuzz_safetensors fuzz_corpus fuzz_config)
+  local targets=(fuzz_safetensors fuzz_corpus fuzz_config fuzz_serve_api)
   timed "fuzz: build" cmake --build "$fuzz_build" -j"$jobs" --target "${targets[@]}"
   mkdir -p "$fuzz_build/artifacts"
-  # All three at once (each about FUZZ_SECONDS of wall time); the corpus each one grows lives in
+  # All at once (each about FUZZ_SECONDS of wall time); the corpus each one grows lives in
   # the build directory, the seeds in the repository are only read.
   local pids=() t0=$SECONDS
   for t in "${targets[@]}"; do
@@ -95,7 +96,7 @@ fuzz() {
       failed=1
     fi
   done
-  timings+=("$(printf '%-28s %5ds' "fuzz: run (3 in parallel)" $((SECONDS - t0)))")
+  timings+=("$(printf '%-28s %5ds' "fuzz: run (${#targets[@]} in parallel)" $((SECONDS - t0)))")
   [[ $failed -eq 0 ]] || exit 1
 }
 
