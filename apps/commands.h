@@ -17,5 +17,6 @@ void register_sweep(CLI::App& app);  // train a grid of configurations, select t
 void register_average(CLI::App& app);
 void register_export(CLI::App& app);    // a run's model for CTranslate2
 void register_report(CLI::App& app);   // an HTML page about training runs
+void register_serve(CLI::App& app);    // LibreTranslate's HTTP API, batching across requests
 
 }  // namespace rosetta::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   rosetta::cli::register_train(app, argc, argv);
   rosetta::cli::register_translate(app);
+  rosetta::cli::register_serve(app);
   rosetta::cli::register_eval(app);
   rosetta::cli::register_plot(app);
   rosetta::cli::register_bench(app);

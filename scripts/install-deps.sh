@@ -3,8 +3,9 @@
 set -euo pipefail
 # libopenmpi-dev, openmpi-bin: data-parallel training (mpirun -np N rosetta train); optional for
 # the build (cmake -DROSETTA_MPI=OFF, or AUTO without them, builds without MPI).
+# libboost-dev: Boost.Beast and Asio, headers only, rosetta serve's HTTP server (apps/serve_http.h).
 packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlog-dev catch2
-          libsentencepiece-dev nlohmann-json3-dev libopenmpi-dev openmpi-bin)
+          libsentencepiece-dev nlohmann-json3-dev libboost-dev libopenmpi-dev openmpi-bin)
 # --test (scripts/run-tests.sh): also chromium, in which the rosetta report tests render their
 # pages headless (without it they print a message and skip that part), clang-tidy-14, the lint of
 # dangling references (scripts/lint.sh), and clang-14, libclang-rt-14-dev and libomp-14-dev, the
