@@ -89,7 +89,7 @@ void require_translates(const std::string& dir) {
 
 // ---------------------------------------------------------------- one trainer per run directory
 
-TEST_CASE("a second trainer on a live run directory refuses at once; the first keeps going", "[faults][lock]") {
+TEST_CASE("a second trainer on a live run directory refuses at once, the first keeps going", "[faults][lock]") {
   TempDir work("lock");
   const std::string dir = work / "run";
   Proc first(std::string("train ") + kFlags + " --max-steps 100000 --save-every 20 --validate-every 100000 --out " + dir,

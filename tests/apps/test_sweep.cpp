@@ -139,7 +139,7 @@ TEST_CASE("a sweep resumes: recorded runs are skipped, a run cut off is continue
   CHECK(read_jsonl(work / "out/results.jsonl").size() == 3);
 }
 
-TEST_CASE("a failed run is recorded and the sweep goes on; an interrupted run is not recorded", "[sweep]") {
+TEST_CASE("a failed run is recorded and the sweep goes on, an interrupted run is not recorded", "[sweep]") {
   TempDir work("sweep_fail");
   // Without clipping, --lr 1e30 makes the loss non-finite within a few updates: the run fails.
   RunResult r = sweep(work, "boom --max-steps 10 --lr 1e30 --clip 0 --on-nonfinite stop\nok --max-steps 10\n");

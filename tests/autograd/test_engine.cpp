@@ -30,7 +30,7 @@ TEST_CASE("gradients accumulate across uses and across backward calls", "[autogr
   REQUIRE_FALSE(x.grad().defined());
 }
 
-TEST_CASE("requires_grad propagates; no-grad mode records nothing", "[autograd]") {
+TEST_CASE("requires_grad propagates, no-grad mode records nothing", "[autograd]") {
   Var a(Tensor::ones({2}), true), b(Tensor::ones({2}), false);
   REQUIRE((a + b).requires_grad());
   REQUIRE_FALSE((b * b).requires_grad());
@@ -196,7 +196,7 @@ TEST_CASE("a second contribution is written into the gradient in place", "[autog
 // An intermediate's gradient is read only by its node's backward, so a view of the upstream
 // gradient is passed on as it is; a leaf's gradient gets storage of its own, since the user and
 // the optimizer write into it.
-TEST_CASE("views pass gradients on without copies; a leaf's gradient is its own", "[autograd]") {
+TEST_CASE("views pass gradients on without copies, a leaf's gradient is its own", "[autograd]") {
   const int64_t N = 1 << 16;
   Var x(Tensor::ones({N}), true);
   Var v = x * 2.0;

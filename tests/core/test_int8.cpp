@@ -102,7 +102,7 @@ TEST_CASE("int8 products: the shapes of decoding, within the quantization bound"
   CHECK(worst > 0.01);
 }
 
-TEST_CASE("int8 products: operands on the int8 grid come out exact; zero rows and columns give the bias",
+TEST_CASE("int8 products: operands on the int8 grid come out exact, zero rows and columns give the bias",
           "[int8]") {
   if (skipped_without_int8()) return;
   const MatmulPrecisionScope int8(Precision::int8);

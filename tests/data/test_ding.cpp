@@ -50,7 +50,7 @@ TEST_CASE("ding: annotations are stripped and positions aligned by ' | '", "[dat
   CHECK(e.phrases == Pairs{{"Ablöse", "key money"}, {"Abstandszahlung", "premium"}});
 }
 
-TEST_CASE("ding: '; ' inside brackets does not split synonyms", "[data]") {
+TEST_CASE("ding: a semicolon inside brackets does not split synonyms", "[data]") {
   const DingEntry e = parse_ding_line(
       "Abneigung {f}; Antipathie {f} (gegen) | sofort eine Abneigung gegen etw. empfinden :: "
       "dislike (of; for) | to take an instant dislike to sth.");
@@ -61,7 +61,7 @@ TEST_CASE("ding: '; ' inside brackets does not split synonyms", "[data]") {
                             "to take an instant dislike to sth."}});
 }
 
-TEST_CASE("ding: synonyms pair round robin; apostrophes become ASCII", "[data]") {
+TEST_CASE("ding: synonyms pair round robin, apostrophes become ASCII", "[data]") {
   CHECK(parse_ding_line("Scher dich zum Teufel!; Fahr zur Hölle! :: Go to hell!").sentences ==
         Pairs{{"Scher dich zum Teufel!", "Go to hell!"}, {"Fahr zur Hölle!", "Go to hell!"}});
   CHECK(parse_ding_line("Zieh Leine!; Verzieh dich!; Hau ab! [ugs.] :: Get lost!; Beat it! "

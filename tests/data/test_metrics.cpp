@@ -438,7 +438,7 @@ TEST_CASE("chrF averages precision and recall over orders, then one F-score",
   CHECK(corpus_chrf({"xyz"}, {"abc"}).score == 0.0);
 }
 
-TEST_CASE("chrF sums statistics over the corpus; a short reference hides hypothesis n-grams",
+TEST_CASE("chrF sums statistics over the corpus, a short reference hides hypothesis n-grams",
           "[data][metrics]") {
   // Sentence 1 "ab" vs "abc": order 1 (2, 3, 2), order 2 (1, 2, 1), order 3 (0, 1, 0).
   // Sentence 2 "xyz" vs "x": order 1 (3, 1, 1); the reference has no 2-gram, so sacreBLEU

@@ -138,7 +138,7 @@ TEST_CASE("attention and activation dropout round-trip through metadata", "[nn][
                       Catch::Contains("attention_dropout 1.5 outside [0, 1)"));
 }
 
-TEST_CASE("attention and activation dropout are validated; negative means unset",
+TEST_CASE("attention and activation dropout are validated, negative means unset",
           "[nn][dropout]") {
   Generator g(7);
   for (double p : {1.0, 1.5, std::numeric_limits<double>::quiet_NaN()}) {

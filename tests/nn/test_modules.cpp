@@ -70,7 +70,7 @@ TEST_CASE("tied weights are listed once and get both gradients", "[nn]") {
   REQUIRE(m.src_embed == m.tgt_embed);
 }
 
-TEST_CASE("train and eval propagate to children; zero_grad clears", "[nn]") {
+TEST_CASE("train and eval propagate to children, zero_grad clears", "[nn]") {
   Generator g(3);
   Transformer m(tiny().dropout(0.5), g);
   m.eval();

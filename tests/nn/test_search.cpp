@@ -58,7 +58,7 @@ TEST_CASE("greedy search equals argmax decoding over the full prefix", "[nn]") {
   }
 }
 
-TEST_CASE("beam search: beam 1 is greedy; wider beams score at least as well", "[nn]") {
+TEST_CASE("beam search: beam 1 is greedy, wider beams score at least as well", "[nn]") {
   Generator g(32);
   Transformer m = make_model(g);
   m.eval();

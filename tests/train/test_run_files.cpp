@@ -55,7 +55,7 @@ std::string fnv_checksum(std::vector<std::pair<std::string, Tensor>> tensors) {
   return hex;
 }
 
-TEST_CASE("checksums: v2 finds a flipped byte anywhere; files with the FNV-1a checksum of before still load", "[train]") {
+TEST_CASE("checksums: v2 finds a flipped byte anywhere, files with the FNV-1a checksum of before still load", "[train]") {
   const std::string dir = temp_dir("checksums");
   Generator g(4);
   // Sizes around the hash's 32-byte stripes and 8-byte words: every tail path.

@@ -41,7 +41,7 @@ translator::Translator copy_model() {
 
 }  // namespace
 
-TEST_CASE("score_translations gives sacreBLEU's corpus BLEU and chrF, as text and as JSON; score_lines names bad files", "[evaluate]") {
+TEST_CASE("score_translations gives sacreBLEU's corpus BLEU and chrF, as text and as JSON, and score_lines names bad files", "[evaluate]") {
   const std::vector<std::string> hyps{"the dog sees the ball .", "a cat"}, refs{"the dog sees the ball .", "the cat"};
   const translator::Scores s = translator::score_translations(hyps, refs);
   CHECK(s.bleu.score == data::corpus_bleu(hyps, refs).score);

@@ -80,7 +80,7 @@ TEST_CASE("a sweep record summarizes metrics.jsonl and survives results.jsonl", 
                     Catch::Contains("bad.jsonl:2: not a sweep record"));
 }
 
-TEST_CASE("sweep_table sorts by the selection metric; unselectable runs go last", "[train][sweep]") {
+TEST_CASE("sweep_table sorts by the selection metric, unselectable runs last", "[train][sweep]") {
   auto record = [](const char* name, const char* status, std::optional<double> bleu, std::optional<double> loss) {
     translator::SweepRecord r;
     r.name = name, r.status = status, r.best_valid_bleu = bleu, r.best_valid_loss = loss;
