@@ -102,9 +102,11 @@ void register_serve(CLI::App& app) {
                   "seconds for a whole request to arrive from its first byte, for an answer to be taken, and "
                   "for an idle connection to stay open")
       ->check(finite_range(0.1, 3600))->capture_default_str();
-  cmd->add_option("--req-limit", s.req_limit, "translate requests per minute per client address (beyond: 429; -1: none)")
+  cmd->add_option("--req-limit", s.req_limit,
+                  "translate requests per minute per client address (beyond: 429; -1: none)")
       ->check(CLI::Range(int64_t(-1), int64_t(1) << 30))->capture_default_str();
-  cmd->add_option("--api-keys", a->api_keys, "file of API keys, one a line: then a request without one of them gets 403");
+  cmd->add_option("--api-keys", a->api_keys,
+                  "file of API keys, one a line: then a request without one of them gets 403");
   cmd->callback([a] { run(*a); });
 }
 

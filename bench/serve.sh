@@ -25,7 +25,8 @@ while [ $# -gt 0 ]; do
     --beam) beam=$2; shift 2 ;;
     --precision) precision=$2; shift 2 ;;
     --input) input=$2; shift 2 ;;
-    *) echo "usage: $0 --model RUN [--threads N] [--clients N] [--rounds N] [--beam N] [--precision P] [--input FILE]" >&2
+    *) echo "usage: $0 --model RUN [--threads N] [--clients N] [--rounds N] [--beam N] [--precision P]" \
+         "[--input FILE]" >&2
        exit 2 ;;
   esac
 done
@@ -40,7 +41,10 @@ cleanup() {
 }
 trap cleanup EXIT
 if [ -z "$input" ]; then
-  [ -f "$root/data/de-en/test.tsv" ] || { echo "serve: no data/de-en/test.tsv (scripts/prepare-corpus.sh data/de-en)" >&2; exit 1; }
+  if [ ! -f "$root/data/de-en/test.tsv" ]; then
+    echo "serve: no data/de-en/test.tsv (scripts/prepare-corpus.sh data/de-en)" >&2
+    exit 1
+  fi
   cut -f1 "$root/data/de-en/test.tsv" > "$out/one.de"
 else
   cp "$input" "$out/one.de"
@@ -87,7 +91,8 @@ print(f"{n} sentences, beam {beam}, precision {precision}, {threads} threads, {c
 print(f"  translate (offline, whole process): {offline:8.1f} sentences/s ({offline_s:.2f} s)")
 for name in ("batching", "no-batching"):
     r = json.load(open(os.path.join(out, name + ".json")))
-    print(f"  serve {name:<12} {r['sentences_per_s']:8.1f} sentences/s ({r['sentences_per_s'] / offline:.0%} of offline)"
+    rate = r["sentences_per_s"]
+    print(f"  serve {name:<12} {rate:8.1f} sentences/s ({rate / offline:.0%} of offline)"
           f"  p50 {r['p50_ms']:.0f} ms  p99 {r['p99_ms']:.0f} ms  errors {r['errors']}"
           f"  equal to offline {r['matched']}/{r['sentences']}  client CPU {r['client_cpu_s']} s")
     for e in r["first_errors"]:

@@ -151,7 +151,8 @@ inline double metric(const std::string& text, const std::string& name) {
 // `rosetta serve --model RUN --port 0 ARGS` in the background; port() once it listens.
 class Server {
  public:
-  Server(const TempDir& work, const std::string& run, const std::string& args, const std::string& log_name = "serve.log")
+  Server(const TempDir& work, const std::string& run, const std::string& args,
+         const std::string& log_name = "serve.log")
       : proc_("serve --model " + run + " --port 0 " + args, work / log_name) {
     const std::regex listening(R"(listening on http://[^:]+:(\d+) )");
     for (int i = 0; i < 6000 && port_ == 0; ++i) {

@@ -56,7 +56,8 @@ TEST_CASE("serve: answers equal rosetta translate's, one request per sentence, a
   const HttpReply array = post_json(port, {{"q", lines}, {"source", "de"}, {"target", "en"}});
   REQUIRE(array.status == 200);
   CHECK(array.json()["translatedText"] == json(offline));
-  const std::vector<std::string> first(lines.begin(), lines.begin() + 5), first_en(offline.begin(), offline.begin() + 5);
+  const std::vector<std::string> first(lines.begin(), lines.begin() + 5);
+  const std::vector<std::string> first_en(offline.begin(), offline.begin() + 5);
   const HttpReply text = post_json(port, {{"q", joined(first) + "\n\n"}, {"source", "auto"}, {"target", "en"}});
   REQUIRE(text.status == 200);
   CHECK(text.json()["translatedText"] == joined(first_en) + "\n\n");
@@ -91,7 +92,7 @@ TEST_CASE("serve: answers equal rosetta translate's, one request per sentence, a
   CHECK_THAT(log, Catch::Contains("drained"));
 }
 
-TEST_CASE("serve: --no-batching answers the same; keep-alive serves requests one after another", "[serve]") {
+TEST_CASE("serve: --no-batching answers the same, keep-alive serves requests one after another", "[serve]") {
   TempDir work("serve_nobatch");
   const std::string run = train_copy_run(work);
   const std::vector<std::string> lines = symbol_lines(16, 9);

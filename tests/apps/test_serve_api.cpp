@@ -59,7 +59,7 @@ TEST_CASE("serve api: a JSON string is split into sentences and answered as one 
   CHECK(json::parse(r.body) == json{{"translatedText", "DER HUND. DIE KATZE!\nDAS HAUS"}});
 }
 
-TEST_CASE("serve api: an array answers an array, in order; source auto adds detectedLanguage", "[serve]") {
+TEST_CASE("serve api: an array answers an array, in order, source auto adds detectedLanguage", "[serve]") {
   const ApiConfig config;
   const TranslateJob job =
       job_of(config, post_json({{"q", {"Eins. Zwei.", "", "Drei"}}, {"source", "auto"}, {"target", "en"}}));
@@ -70,7 +70,8 @@ TEST_CASE("serve api: an array answers an array, in order; source auto adds dete
   CHECK(j["detectedLanguage"] == json{detected, detected, detected});
   // A string with source auto: one object, as LibreTranslate gives it.
   const TranslateJob one = job_of(config, post_json({{"q", "Eins"}, {"source", "auto"}, {"target", "en"}}));
-  CHECK(json::parse(answer(config, one, {"ONE"}).body) == json{{"translatedText", "ONE"}, {"detectedLanguage", detected}});
+  CHECK(json::parse(answer(config, one, {"ONE"}).body) ==
+        json{{"translatedText", "ONE"}, {"detectedLanguage", detected}});
 }
 
 TEST_CASE("serve api: a form as libretranslatepy sends it, the query string read first", "[serve]") {
@@ -107,8 +108,10 @@ TEST_CASE("serve api: bad requests get 400 and LibreTranslate's message", "[serv
   CHECK(failure(config, post("", "")) == P{400, "Invalid request: missing q parameter"});
   CHECK(failure(config, post_json({{"q", ""}, {"source", "de"}, {"target", "en"}})) ==
         P{400, "Invalid request: missing q parameter"});
-  CHECK(failure(config, post_json({{"q", "x"}, {"target", "en"}})) == P{400, "Invalid request: missing source parameter"});
-  CHECK(failure(config, post_json({{"q", "x"}, {"source", "de"}})) == P{400, "Invalid request: missing target parameter"});
+  CHECK(failure(config, post_json({{"q", "x"}, {"target", "en"}})) ==
+        P{400, "Invalid request: missing source parameter"});
+  CHECK(failure(config, post_json({{"q", "x"}, {"source", "de"}})) ==
+        P{400, "Invalid request: missing target parameter"});
   CHECK(failure(config, post_json({{"q", 5}, {"source", "de"}, {"target", "en"}})) ==
         P{400, "Invalid request: q must be a string or an array of strings"});
   CHECK(failure(config, post_json({{"q", {"a", 1}}, {"source", "de"}, {"target", "en"}})) ==
@@ -135,7 +138,8 @@ TEST_CASE("serve api: bad requests get 400 and LibreTranslate's message", "[serv
 
 TEST_CASE("serve api: invalid UTF-8 is refused in JSON and in forms", "[serve]") {
   const ApiConfig config;
-  const auto json_bad = failure(config, post("application/json", "{\"q\": \"a\xff\", \"source\": \"de\", \"target\": \"en\"}"));
+  const auto json_bad =
+      failure(config, post("application/json", "{\"q\": \"a\xff\", \"source\": \"de\", \"target\": \"en\"}"));
   CHECK(json_bad.first == 400);
   CHECK_THAT(json_bad.second, Catch::StartsWith("Invalid JSON: "));
   CHECK(failure(config, post("application/x-www-form-urlencoded", "q=%C3%28&source=de&target=en")) ==

@@ -101,7 +101,7 @@ TEST_CASE("serve bad input: invalid UTF-8", "[serve][badinput]") {
   s.require_still_serving();
 }
 
-TEST_CASE("serve bad input: a language pair the model lacks; a text the model cannot read", "[serve][badinput]") {
+TEST_CASE("serve bad input: a language pair the model lacks, a text the model cannot read", "[serve][badinput]") {
   Served s("--source de --target en");
   require_error_answer(post_json(s.port(), {{"q", "3"}, {"source", "fr"}, {"target", "en"}}), 400,
                        "fr is not supported");
@@ -115,7 +115,8 @@ TEST_CASE("serve bad input: a language pair the model lacks; a text the model ca
   s.require_still_serving();
 }
 
-TEST_CASE("serve bad input: a slow client is dropped at the deadline; others are served meanwhile", "[serve][badinput]") {
+TEST_CASE("serve bad input: a slow client is dropped at the deadline, others are served meanwhile",
+          "[serve][badinput]") {
   Served s("--timeout 2");
   const int fd = connect_to(s.port());
   REQUIRE(fd >= 0);
@@ -209,7 +210,7 @@ TEST_CASE("serve bad input: a missing or unknown api key gets 403", "[serve][bad
   CHECK(get(s.port(), "/languages").status == 200);  // as LibreTranslate: no key needed there
 }
 
-TEST_CASE("serve bad input: over the request rate gets 429; other routes are not limited", "[serve][badinput]") {
+TEST_CASE("serve bad input: over the request rate gets 429, other routes are not limited", "[serve][badinput]") {
   Served s("--req-limit 3");
   for (int i = 0; i < 3; ++i) REQUIRE(post_json(s.port(), kGood).status == 200);
   require_error_answer(post_json(s.port(), kGood), 429, "Slowdown: 3 per 1 minute");

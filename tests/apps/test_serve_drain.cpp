@@ -87,7 +87,7 @@ TEST_CASE("serve: SIGTERM under load: every request accepted before it is answer
   CHECK_THAT(server.log(), Catch::Contains("SIGTERM: draining"));
 }
 
-TEST_CASE("serve: a request being read at SIGINT is answered (health says draining); idle ones are closed",
+TEST_CASE("serve: a request being read at SIGINT is answered (health says draining), idle ones are closed",
           "[serve]") {
   TempDir work("serve_drain_read");
   const std::string run = train_copy_run(work);
