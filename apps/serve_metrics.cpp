@@ -43,6 +43,12 @@ void metric_head(std::ostringstream& out, const std::string& name, const char* t
   out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
 }
 
+// A metric of one value: its HELP and TYPE lines, then `name value`.
+void metric(std::ostringstream& out, const std::string& name, const char* type, const char* help, int64_t value) {
+  metric_head(out, name, type, help);
+  out << name << ' ' << value << '\n';
+}
+
 std::string number(double v) {
   std::ostringstream s;  // 6 significant digits: "0.005", "30"
   s << v;
@@ -58,26 +64,20 @@ std::string prometheus_text(const HttpCounters& http, const translator::ServiceS
               "Requests answered, by HTTP status (499: the client went away before its answer).");
   for (const auto& [status, n] : http.requests_by_status)
     out << p << "requests_total{status=\"" << status << "\"} " << n << '\n';
-  metric_head(out, p + "sentences_total", "counter", "Sentences translated in answered requests.");
-  out << p << "sentences_total " << http.sentences << '\n';
-  metric_head(out, p + "cancelled_requests_total", "counter",
-              "Requests whose client went away before the answer: their sentences not yet decoding were dropped.");
-  out << p << "cancelled_requests_total " << http.client_gone << '\n';
-  metric_head(out, p + "connections", "gauge", "Open connections.");
-  out << p << "connections " << http.connections << '\n';
-  metric_head(out, p + "draining", "gauge", "1 after SIGTERM or SIGINT: no new connections, the accepted answered.");
-  out << p << "draining " << (draining ? 1 : 0) << '\n';
-  metric_head(out, p + "submissions_total", "counter", "Submissions the translation service accepted.");
-  out << p << "submissions_total " << service.submitted << '\n';
-  metric_head(out, p + "decoded_sentences_total", "counter", "Sentences the translation service translated.");
-  out << p << "decoded_sentences_total " << service.sentences << '\n';
-  metric_head(out, p + "cancelled_sentences_total", "counter",
-              "Sentences dropped from the queue, their client gone.");
-  out << p << "cancelled_sentences_total " << service.cancelled << '\n';
-  metric_head(out, p + "queue_sentences", "gauge", "Sentences waiting for a decoder.");
-  out << p << "queue_sentences " << service.pending << '\n';
-  metric_head(out, p + "decoding_sentences", "gauge", "Sentences being decoded.");
-  out << p << "decoding_sentences " << service.decoding << '\n';
+  metric(out, p + "sentences_total", "counter", "Sentences translated in answered requests.", http.sentences);
+  metric(out, p + "cancelled_requests_total", "counter",
+         "Requests whose client went away before the answer: their sentences not yet decoding were dropped.",
+         http.client_gone);
+  metric(out, p + "connections", "gauge", "Open connections.", http.connections);
+  metric(out, p + "draining", "gauge", "1 after SIGTERM or SIGINT: no new connections, the accepted answered.",
+         draining ? 1 : 0);
+  metric(out, p + "submissions_total", "counter", "Submissions the translation service accepted.", service.submitted);
+  metric(out, p + "decoded_sentences_total", "counter", "Sentences the translation service translated.",
+         service.sentences);
+  metric(out, p + "cancelled_sentences_total", "counter", "Sentences dropped from the queue, their client gone.",
+         service.cancelled);
+  metric(out, p + "queue_sentences", "gauge", "Sentences waiting for a decoder.", service.pending);
+  metric(out, p + "decoding_sentences", "gauge", "Sentences being decoded.", service.decoding);
   // Rows of the batches decoded: the service counts batches of at most 1, 2, 4, ... rows,
   // cumulatively already; their sum is the sentences translated (serve submits no empty one).
   metric_head(out, p + "batch_rows", "histogram", "Sentences per decoding batch.");

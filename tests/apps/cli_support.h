@@ -280,6 +280,20 @@ inline std::vector<std::pair<std::string, std::string>> toy_corpus(int n, unsign
   return out;
 }
 
+// A copy-task run in work/run whose model copies 3-8 symbols (0-7) after `steps` updates (150:
+// about a second); more updates leave fewer near ties between its translations.
+inline std::string train_copy_run(const TempDir& work, int steps) {
+  const std::string dir = work / "run";
+  const RunResult r = run_rosetta(
+      "train --task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 --max-len 32 "
+      "--max-tokens 512 --lr 3e-3 --warmup 30 --dropout 0 --label-smoothing 0 --copy-symbols 8 --copy-min-len 3 "
+      "--copy-max-len 8 --copy-train-size 2000 --threads 1 --log-every 50 --max-steps " + std::to_string(steps) +
+      " --validate-every " + std::to_string(steps) + " --out " + dir);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return dir;
+}
+
 inline void write_tsv(const std::string& path, const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::ofstream out(path);
   for (const auto& [s, t] : pairs) out << s << "\t" << t << "\n";

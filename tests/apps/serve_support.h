@@ -16,21 +16,11 @@
 
 namespace rosetta::test {
 
-// A copy-task model that copies 3-8 symbols (0-7) after 400 updates (about a second); its
-// translations do not hang on near ties, so batches of any make-up give the same ones.
-inline std::string train_copy_run(const TempDir& work) {
-  const std::string dir = work / "run";
-  const RunResult r = run_rosetta(
-      "train --task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 --max-len 32 "
-      "--max-tokens 512 --lr 3e-3 --warmup 30 --dropout 0 --label-smoothing 0 --copy-symbols 8 --copy-min-len 3 "
-      "--copy-max-len 8 --copy-train-size 2000 --threads 1 --log-every 100 --max-steps 400 --validate-every 400 "
-      "--out " + dir);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return dir;
-}
+// The copy-task run the serve tests translate with: after 400 updates its translations do not
+// hang on near ties, so batches of any make-up give the same ones.
+inline std::string train_serve_run(const TempDir& work) { return train_copy_run(work, 400); }
 
-// n lines of 3-8 copy symbols (the lengths train_copy_run learns), deterministic.
+// n lines of 3-8 copy symbols (the lengths train_serve_run learns), deterministic.
 inline std::vector<std::string> symbol_lines(int n, unsigned seed = 5) {
   std::vector<std::string> out;
   std::mt19937 rng(seed);

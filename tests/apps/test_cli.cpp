@@ -29,6 +29,16 @@ const char* kToyFlags =
     "--max-tokens 256 --lr 2e-3 --warmup 20 --dropout 0.1 --threads 1 --log-every 1 "
     "--valid-bleu-sentences 20";
 
+// `rosetta train` of a tiny model on 60 toy pairs, validated on 10 others (a few hundred updates
+// overfit them), with `flags` after the model's; the run in work/run.
+RunResult train_tiny(const TempDir& work, const std::string& flags) {
+  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(60, 1));
+  rosetta::test::write_tsv(work / "valid.tsv", rosetta::test::toy_corpus(10, 2));
+  return run_rosetta("train --train " + (work / "train.tsv") + " --valid " + (work / "valid.tsv") +
+                     " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --vocab-size 60"
+                     " --max-tokens 256 --threads 1 " + flags + " --out " + (work / "run"));
+}
+
 }  // namespace
 
 TEST_CASE("rosetta --version names the version and the commit the binary was built from", "[cli]") {
@@ -66,12 +76,7 @@ TEST_CASE("copy task reaches 100% exact match on held-out sequences", "[cli]") {
 
 TEST_CASE("validation without translations logs its loss and no BLEU", "[cli]") {
   TempDir work("novalidbleu");
-  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(60, 1));
-  rosetta::test::write_tsv(work / "valid.tsv", rosetta::test::toy_corpus(10, 2));
-  const RunResult r = run_rosetta("train --train " + (work / "train.tsv") + " --valid " + (work / "valid.tsv") +
-                                  " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --vocab-size 60"
-                                  " --max-tokens 256 --threads 1 --valid-bleu-sentences 0 --max-steps 2 --validate-every 2"
-                                  " --out " + (work / "run"));
+  const RunResult r = train_tiny(work, "--valid-bleu-sentences 0 --max-steps 2 --validate-every 2");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const size_t at = r.output.find("valid step 2: loss ");
@@ -82,13 +87,8 @@ TEST_CASE("validation without translations logs its loss and no BLEU", "[cli]") 
 
 TEST_CASE("train without a budget ends by itself: early stopping after 10 validations by default", "[cli]") {
   TempDir work("nobudget");
-  // 60 training pairs and 10 others to validate on: the tiny model overfits within a few hundred updates.
-  rosetta::test::write_tsv(work / "train.tsv", rosetta::test::toy_corpus(60, 1));
-  rosetta::test::write_tsv(work / "valid.tsv", rosetta::test::toy_corpus(10, 2));
-  const RunResult r = run_rosetta("train --train " + (work / "train.tsv") + " --valid " + (work / "valid.tsv") +
-                                  " --d-model 16 --heads 2 --ff 32 --encoder-layers 1 --decoder-layers 1 --vocab-size 60"
-                                  " --max-tokens 256 --lr 5e-3 --warmup 10 --threads 1 --valid-bleu-sentences 0"
-                                  " --validate-every 5 --save-every 0 --log-every 100 --out " + (work / "run"));
+  const RunResult r = train_tiny(work, "--lr 5e-3 --warmup 10 --valid-bleu-sentences 0 --validate-every 5 "
+                                       "--save-every 0 --log-every 100");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // The stop comes 10 validations after the lowest validation loss (the first, where it repeats).

@@ -40,7 +40,7 @@ std::vector<std::string> translate_concurrently(int port, const std::vector<std:
 
 TEST_CASE("serve: answers equal rosetta translate's, one request per sentence, arrays, texts and forms", "[serve]") {
   TempDir work("serve");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   const std::vector<std::string> lines = symbol_lines(48);
   const std::vector<std::string> offline = translate_offline(run, lines, std::string(kDecode) + " --threads 1");
   REQUIRE(offline.size() == lines.size());
@@ -94,7 +94,7 @@ TEST_CASE("serve: answers equal rosetta translate's, one request per sentence, a
 
 TEST_CASE("serve: --no-batching answers the same, keep-alive serves requests one after another", "[serve]") {
   TempDir work("serve_nobatch");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   const std::vector<std::string> lines = symbol_lines(16, 9);
   const std::vector<std::string> offline = translate_offline(run, lines, "--beam 1 --precision fp32 --threads 1");
   Server server(work, run, "--beam 1 --precision fp32 --threads 2 --no-batching");
@@ -124,7 +124,7 @@ TEST_CASE("serve: curl's JSON and form requests", "[serve]") {
     return;
   }
   TempDir work("serve_curl");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   const std::vector<std::string> lines{"3 1 4 1 5", "0 7 2 6"};
   const std::vector<std::string> offline = translate_offline(run, lines, std::string(kDecode));
   Server server(work, run, kDecode);
@@ -146,7 +146,7 @@ TEST_CASE("serve: PyPI's libretranslatepy translates through it unchanged", "[se
     return;
   }
   TempDir work("serve_ltpy");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   const std::vector<std::string> lines = symbol_lines(12, 3);
   const std::vector<std::string> offline = translate_offline(run, lines, std::string(kDecode));
   write_file(work / "lines.txt", joined(lines) + "\n");
@@ -185,7 +185,7 @@ print(json.dumps(out))
 
 TEST_CASE("serve: its own errors are one line: a port in use, a bad key file, one language twice", "[serve]") {
   TempDir work("serve_cli");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   Server server(work, run, "");
   const std::string port = std::to_string(server.port());
   require_error(run_rosetta("serve --model " + run + " --port " + port),

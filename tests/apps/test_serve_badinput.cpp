@@ -18,7 +18,7 @@ struct Served {
   std::string run;
   std::optional<Server> server;
   explicit Served(const std::string& args, const std::string& tag = "serve_bad") : work(tag) {
-    run = train_copy_run(work);
+    run = train_serve_run(work);
     server.emplace(work, run, "--beam 1 " + args);
   }
   int port() const { return server->port(); }

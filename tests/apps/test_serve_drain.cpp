@@ -22,7 +22,7 @@ struct Attempt {
 
 TEST_CASE("serve: SIGTERM under load: every request accepted before it is answered, then exit 0", "[serve]") {
   TempDir work("serve_drain");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   const std::vector<std::string> lines = symbol_lines(20, 11);
   const std::vector<std::string> offline = translate_offline(run, lines, "--beam 4 --precision fp32");
   Server server(work, run, "--beam 4 --precision fp32 --threads 2");
@@ -90,7 +90,7 @@ TEST_CASE("serve: SIGTERM under load: every request accepted before it is answer
 TEST_CASE("serve: a request being read at SIGINT is answered (health says draining), idle ones are closed",
           "[serve]") {
   TempDir work("serve_drain_read");
-  const std::string run = train_copy_run(work);
+  const std::string run = train_serve_run(work);
   Server server(work, run, "--beam 1 --timeout 30");
   const int reading = connect_to(server.port()), idle = connect_to(server.port());
   REQUIRE(reading >= 0);

@@ -26,17 +26,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // A copy-task model that copies 3-8 symbols (0-7) after 150 updates (about a second).
-std::string train_copy(const TempDir& work) {
-  const std::string dir = work / "run";
-  const RunResult r = run_rosetta(
-      "train --task copy --d-model 32 --heads 2 --ff 64 --encoder-layers 1 --decoder-layers 1 --max-len 32 "
-      "--max-tokens 512 --lr 3e-3 --warmup 30 --dropout 0 --label-smoothing 0 --copy-symbols 8 --copy-min-len 3 "
-      "--copy-max-len 8 --copy-train-size 2000 --threads 1 --log-every 50 --max-steps 150 --validate-every 150 "
-      "--out " + dir);
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return dir;
-}
+std::string train_copy(const TempDir& work) { return rosetta::test::train_copy_run(work, 150); }
 
 // n lines of 1-8 symbols, deterministic.
 std::vector<std::string> copy_lines(int n) {

@@ -11,6 +11,7 @@
 #include "rosetta/core/random.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/translator/evaluate.h"
+#include "copy_translator.h"
 #include "support.h"
 
 using namespace rosetta;
@@ -18,23 +19,9 @@ using json = nlohmann::json;
 
 namespace {
 
-// An untrained model on the copy task's codec (symbols 0-9): its translations are fixed by its seed.
+// An untrained copy-task model, as a run's best weights.
 translator::Translator copy_model() {
-  translator::Translator t;
-  t.codec = translator::Codec::symbols(10);
-  Generator g(5);
-  t.model = std::make_unique<nn::Transformer>(nn::TransformerOptions()
-                                                  .src_vocab(t.codec.src_vocab())
-                                                  .tgt_vocab(t.codec.tgt_vocab())
-                                                  .d_model(16)
-                                                  .heads(2)
-                                                  .ff(32)
-                                                  .encoder_layers(1)
-                                                  .decoder_layers(1)
-                                                  .dropout(0.0)
-                                                  .max_len(8),
-                                              g);
-  t.model->eval();
+  translator::Translator t = test::copy_translator(5, 1, 8);
   t.weights_path = "run/best.safetensors";
   return t;
 }

@@ -20,6 +20,7 @@
 #include "rosetta/core/tensor.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/translator/service.h"
+#include "copy_translator.h"
 
 using namespace rosetta;
 using translator::ServiceOptions;
@@ -29,26 +30,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// An untrained model on the copy task's codec (symbols 0-9), in eval mode: its translations are
-// fixed by its seed. max_len 16: the longest test sentences (20 symbols) are cut.
-translator::Translator copy_model() {
-  translator::Translator t;
-  t.codec = translator::Codec::symbols(10);
-  Generator g(21);
-  t.model = std::make_unique<nn::Transformer>(nn::TransformerOptions()
-                                                  .src_vocab(t.codec.src_vocab())
-                                                  .tgt_vocab(t.codec.tgt_vocab())
-                                                  .d_model(16)
-                                                  .heads(2)
-                                                  .ff(32)
-                                                  .encoder_layers(1)
-                                                  .decoder_layers(2)
-                                                  .dropout(0.0)
-                                                  .max_len(16),
-                                              g);
-  t.model->eval();
-  return t;
-}
+// An untrained copy-task model whose max_len 16 cuts the longest test sentences (20 symbols).
+translator::Translator copy_model() { return test::copy_translator(21, 2, 16); }
 
 // `count` sentences of 1-12 symbols, every 9th empty, every 10th of 20 symbols (cut to 16).
 Strings some_sentences(size_t count, unsigned seed) {

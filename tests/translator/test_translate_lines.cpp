@@ -7,6 +7,7 @@
 #include "rosetta/core/tensor.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/translator/translator.h"
+#include "copy_translator.h"
 
 using namespace rosetta;
 
@@ -21,20 +22,9 @@ struct ThreadsScope {
 TEST_CASE("translate_lines gives the same hypotheses on any number of threads", "[translate]") {
   const ThreadsScope threads;
   const int64_t symbols = 10;
-  const translator::Codec codec = translator::Codec::symbols(symbols);
-  Generator g(21);
-  nn::Transformer model(nn::TransformerOptions()
-                            .src_vocab(codec.src_vocab())
-                            .tgt_vocab(codec.tgt_vocab())
-                            .d_model(16)
-                            .heads(2)
-                            .ff(32)
-                            .encoder_layers(1)
-                            .decoder_layers(2)
-                            .dropout(0.0)
-                            .max_len(64),
-                        g);
-  model.eval();
+  const translator::Translator t = test::copy_translator(21, 2, 64);  // symbols 0-9
+  const translator::Codec& codec = t.codec;
+  const nn::Transformer& model = *t.model;
   // 40 lines of 1-12 symbols (0-9) and an empty one: batches of 16 source tokens make many batches.
   std::vector<std::string> lines;
   Generator pick(3);

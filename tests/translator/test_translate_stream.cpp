@@ -17,6 +17,7 @@
 #include "rosetta/data/line_stream.h"
 #include "rosetta/nn/nn.h"
 #include "rosetta/translator/translator.h"
+#include "copy_translator.h"
 
 using namespace rosetta;
 namespace fs = std::filesystem;
@@ -39,22 +40,8 @@ struct TempFile {
 
 const int64_t kSymbols = 10;
 
-std::unique_ptr<nn::Transformer> small_model(const translator::Codec& codec) {
-  Generator g(21);
-  auto model = std::make_unique<nn::Transformer>(nn::TransformerOptions()
-                            .src_vocab(codec.src_vocab())
-                            .tgt_vocab(codec.tgt_vocab())
-                            .d_model(16)
-                            .heads(2)
-                            .ff(32)
-                            .encoder_layers(1)
-                            .decoder_layers(2)
-                            .dropout(0.0)
-                            .max_len(64),
-                        g);
-  model->eval();
-  return model;
-}
+// The model every test here translates with (its sources up to 64 symbols are not cut).
+translator::Translator small_model() { return test::copy_translator(21, 2, 64); }
 
 // 40 lines of 1-12 symbols and, at line 6, an empty one.
 std::vector<std::string> some_lines() {
@@ -80,9 +67,9 @@ std::string joined(const std::vector<std::string>& lines) {
 TEST_CASE("translate_stream gives translate_lines' hypotheses in input order, chunk by chunk", "[translate]") {
   const ThreadsScope threads;
   set_num_threads(2);
-  const translator::Codec codec = translator::Codec::symbols(kSymbols);
-  const auto owned = small_model(codec);
-  const nn::Transformer& model = *owned;
+  const translator::Translator t = small_model();
+  const translator::Codec& codec = t.codec;
+  const nn::Transformer& model = *t.model;
   const std::vector<std::string> lines = some_lines();
   const auto options = nn::SearchOptions().beam(3).n_best(2);
   const auto whole = translator::translate_lines(model, codec, lines, options, 16);
@@ -124,9 +111,9 @@ TEST_CASE("translate_stream gives translate_lines' hypotheses in input order, ch
 }
 
 TEST_CASE("translate_stream names the line a codec rejects and counts truncated sources", "[translate]") {
-  const translator::Codec codec = translator::Codec::symbols(kSymbols);
-  const auto owned = small_model(codec);
-  const nn::Transformer& model = *owned;
+  const translator::Translator t = small_model();
+  const translator::Codec& codec = t.codec;
+  const nn::Transformer& model = *t.model;
   std::string longer;
   for (int i = 0; i < 70; ++i) longer += "1 ";
   const TempFile good("1 2\n" + longer + "\n");
