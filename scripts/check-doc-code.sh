@@ -342,17 +342,13 @@ done
 # The flag lists the manual copies: the fenced block after a line `<!-- rosetta SUB --help -->`
 # is what `rosetta SUB --help` prints now (scripts/update-cli-docs.sh writes them).
 help_blocks=0
-help_of() {  # SUB: as update-cli-docs.sh writes it (as `rosetta`, no trailing blanks)
-  # shellcheck disable=SC2086
-  (exec -a rosetta "$rosetta" $1 --help </dev/null) 2>/dev/null | sed 's/[[:space:]]*$//' |
-    sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ -n $rosetta ]]; then
   for page in "${pages[@]}"; do
     while IFS=$'\x1f' read -r line sub; do
       help_blocks=$((help_blocks + 1))
       block=$(awk -v from="$line" 'NR == from + 1 && !/^```/ { exit } NR > from + 1 { if (/^```$/) exit; print }' "$page")
-      [[ $block == "$(help_of "$sub")" ]] ||
+      [[ $block == "$(bash "$here/update-cli-docs.sh" --help-of "$sub" "$rosetta" 2>/dev/null)" ]] ||
         fail "$page" "$line" "the block below is not what rosetta${sub:+ $sub} --help prints now (scripts/update-cli-docs.sh rewrites it)"
     done < <(awk '/^<!-- rosetta ([a-z-]+ )?--help -->$/ { sub_ = ($3 == "--help") ? "" : $3; printf "%d\x1f%s\n", NR, sub_ }' "$page")
   done

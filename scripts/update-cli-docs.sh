@@ -4,7 +4,19 @@
 # `<!-- rosetta --help -->`, that of `rosetta --help`). Run it after changing a command's flags.
 #
 #   bash scripts/update-cli-docs.sh [ROSETTA_BIN]     # default: build/rosetta
+#   bash scripts/update-cli-docs.sh --help-of 'COMMAND' ROSETTA_BIN
+#                                      # prints that block as written (scripts/check-doc-code.sh)
 set -euo pipefail
+help_of() {  # COMMAND (empty: the tool's own) BIN
+  # As `rosetta` (the usage line names argv[0]), without trailing blanks or blank lines.
+  # shellcheck disable=SC2086
+  (exec -a rosetta "$2" $1 --help </dev/null) | sed 's/[[:space:]]*$//' |
+    sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+}
+if [[ ${1:-} == --help-of ]]; then
+  help_of "$2" "$3"
+  exit
+fi
 cd "$(dirname "$0")/.."
 bin=${1:-build/rosetta}
 doc=docs/cli.md
@@ -23,10 +35,7 @@ while IFS= read -r line; do
     IFS= read -r fence || fence=
     [[ $fence == '```'* ]] || { echo "update-cli-docs: no code block after '$line'" >&2; exit 1; }
     echo '```text' >>"$out"
-    # As `rosetta` (the usage line names argv[0]). No command: the tool's own help.
-    # shellcheck disable=SC2086
-    (exec -a rosetta "$bin" $cmd --help </dev/null) | sed 's/[[:space:]]*$//' |
-      sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' >>"$out"  # without trailing blank lines
+    help_of "$cmd" "$bin" >>"$out"
     echo '```' >>"$out"
     in_old=1
   fi
