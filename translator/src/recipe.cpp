@@ -142,7 +142,7 @@ bool recipe_by_default(const TrainConfig& c, const std::set<std::string>& given)
       "activation", "norm",              "dropout",         "attention-dropout", "activation-dropout",
       "max-len",    "share-embeddings",  "tie-output",      "label-smoothing",   "word-dropout", "sp-nbest"};
   if (c.task != Task::translate || !c.resume.empty()) return false;
-  if (c.max_steps == 0 && c.max_epochs == 0 && c.max_time_seconds() == 0) return false;
+  if (!c.has_budget()) return false;
   for (const char* key : kModelOrRegularization)
     if (given.contains(key)) return false;
   return true;
