@@ -24,6 +24,9 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 
@@ -91,8 +94,76 @@ CpuFeatures read_cpu() {
   }
   return f;
 }
+#elif defined(__aarch64__)
+// MIDR_EL1's implementer code as a vendor, and the parts rosetta is likely to meet by name.
+const char* arm_vendor(unsigned implementer) {
+  switch (implementer) {
+    case 0x41: return "ARM";
+    case 0x42: return "Broadcom";
+    case 0x43: return "Cavium";
+    case 0x46: return "Fujitsu";
+    case 0x48: return "HiSilicon";
+    case 0x4E: return "NVIDIA";
+    case 0x51: return "Qualcomm";
+    case 0x61: return "Apple";
+    case 0x6D: return "Microsoft";
+    case 0xC0: return "Ampere";
+  }
+  return "";
+}
+
+const char* arm_part(unsigned implementer, unsigned part) {
+  if (implementer != 0x41) return "";
+  switch (part) {
+    case 0xD03: return "Cortex-A53";
+    case 0xD07: return "Cortex-A57";
+    case 0xD08: return "Cortex-A72";
+    case 0xD0B: return "Cortex-A76";
+    case 0xD0C: return "Neoverse-N1";
+    case 0xD40: return "Neoverse-V1";
+    case 0xD49: return "Neoverse-N2";
+    case 0xD4F: return "Neoverse-V2";
+  }
+  return "";
+}
+
+CpuFeatures read_cpu() {
+  CpuFeatures f;
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.neon = (hw & HWCAP_ASIMD) && (hw & HWCAP_FP);
+  f.dotprod = f.neon && (hw & HWCAP_ASIMDDP);
+  f.i8mm = f.neon && (hw2 & HWCAP2_I8MM);
+  f.bf16 = f.neon && (hw2 & HWCAP2_BF16);
+  f.sve = hw & HWCAP_SVE;
+  if (hw & HWCAP_CPUID) {  // Linux emulates EL0 reads of the ID registers
+    uint64_t midr;
+    __asm__("mrs %0, MIDR_EL1" : "=r"(midr));
+    const unsigned implementer = unsigned(midr >> 24) & 0xFF, part = unsigned(midr >> 4) & 0xFFF;
+    f.family = int(implementer);
+    f.model = int(part);
+    f.vendor = arm_vendor(implementer);
+    char fallback[48];
+    std::snprintf(fallback, sizeof fallback, "implementer 0x%02X part 0x%03X", implementer, part);
+    const std::string name = arm_part(implementer, part);
+    f.brand = name.empty() ? fallback : (f.vendor + " " + name);
+  }
+  return f;
+}
 #else
 CpuFeatures read_cpu() { return {}; }
+#endif
+
+// The instructions each precision's kernels need at least, as messages name them.
+#if defined(__aarch64__)
+constexpr const char* kBf16Needs = "BF16 (BFMMLA)";
+constexpr const char* kInt8Needs = "DOTPROD (SDOT) at least";
+constexpr const char* kF32Needs = "NEON";
+constexpr bool kX86 = false;
+#else
+constexpr const char* kBf16Needs = "AVX512_BF16";
+constexpr const char* kInt8Needs = "AVX2 at least";
+constexpr const char* kF32Needs = "AVX2 and FMA";
+constexpr bool kX86 = true;
 #endif
 
 double now_s() {
@@ -128,6 +199,14 @@ const char* isa_level_name(IsaLevel l) {
 }
 
 std::string cpu_isa_name(const CpuFeatures& f) {
+  if (f.neon) {
+    std::string s = "NEON";
+    if (f.dotprod) s += "+DOTPROD";
+    if (f.i8mm) s += "+I8MM";
+    if (f.bf16) s += "+BF16";
+    if (f.sve) s += "+SVE";
+    return s;
+  }
   std::string s = isa_level_name(cpu_isa_level(f));
   if (f.avx512_bf16) s += "+AVX512_BF16";
   if (f.amx_tile && f.amx_bf16) s += "+AMX";
@@ -203,7 +282,8 @@ std::vector<std::string> kernel_check_warnings() {
 std::string kernels_summary() {
   const BlasKernels k = blas_kernels();
   std::string s = "CPU " + cpu_isa_name();
-  s += "; fp32 GEMM: OpenBLAS " + k.core + " (" + isa_level_name(k.core_isa) + ", ";
+  // OpenBLAS's cores are ranked by ISA on x86-64 only (blas_core_isa); elsewhere the core's name says it.
+  s += "; fp32 GEMM: OpenBLAS " + k.core + " (" + (kX86 ? std::string(isa_level_name(k.core_isa)) + ", " : "");
   if (!k.picked_by_openblas.empty())
     s += "chosen by rosetta after a self-test: OpenBLAS picked " + k.picked_by_openblas + ")";
   else if (!k.env.empty())
@@ -215,18 +295,19 @@ std::string kernels_summary() {
     char rate[80];
     std::snprintf(rate, sizeof rate, " (bf16 dot products at %.1fx the multiply-add rate of fp32 FMAs)",
                   bf16_dot_speedup());
-    s += std::string(!bf16_uses_amx()                   ? "rosetta AVX512_BF16 micro-kernels"
-                     : detail::gemm_bf16_amx_modelled() ? "rosetta AMX tiles modelled in scalar code (ROSETTA_AMX=model)"
-                                                        : "rosetta AMX tiles") +
+    s += (!bf16_uses_amx()                   ? std::string("rosetta ") + detail::bf16_kernel()->name + " micro-kernels"
+          : detail::gemm_bf16_amx_modelled() ? std::string("rosetta AMX tiles modelled in scalar code (ROSETTA_AMX=model)")
+                                             : std::string("rosetta AMX tiles")) +
          rate;
   } else {
-    s += "none (no AVX512_BF16)";
+    s += std::string("none (no ") + kBf16Needs + ")";
   }
   const std::string packed = detail::gemm_f32_packed_isa();
-  s += "; fp32 decoding: " + (packed.empty() ? std::string("OpenBLAS (no AVX2 and FMA)")
+  s += "; fp32 decoding: " + (packed.empty() ? std::string("OpenBLAS (no ") + kF32Needs + ")"
                                               : "rosetta " + packed + " kernel on weights packed once");
   const std::string int8 = detail::gemm_int8_isa();
-  s += "; int8 decoding: " + (int8.empty() ? std::string("none (no AVX2)") : "rosetta " + int8 + " kernel");
+  s += "; int8 decoding: " + (int8.empty() ? std::string("none (no ") + (kX86 ? "AVX2" : "DOTPROD") + ")"
+                                           : "rosetta " + int8 + " kernel");
   const detail::KernelChecks& checked = detail::kernel_checks();
   std::string failed;
   for (const detail::KernelCheck& c : checked.checks)
@@ -335,13 +416,13 @@ Precision resolve_precision(PrecisionChoice choice, std::string* note) {
   if (choice == PrecisionChoice::int8) {
     if (int8_supported()) return Precision::int8;
     if (note)
-      *note = "this CPU (" + cpu_isa_name() +
-              ") has none of rosetta's int8 kernels (AVX2 at least): matrix products run in fp32 instead of the int8 asked for";
+      *note = "this CPU (" + cpu_isa_name() + ") has none of rosetta's int8 kernels (" + kInt8Needs +
+              "): matrix products run in fp32 instead of the int8 asked for";
     return Precision::fp32;
   }
   if (!bf16_supported()) {
     if (note)
-      *note = "this CPU (" + cpu_isa_name() + ") has no bf16 dot products (AVX512_BF16): matrix products run in fp32" +
+      *note = "this CPU (" + cpu_isa_name() + ") has no bf16 dot products (" + kBf16Needs + "): matrix products run in fp32" +
               (choice == PrecisionChoice::bf16 ? " instead of the bf16 asked for" : "");
     return Precision::fp32;
   }
@@ -350,7 +431,7 @@ Precision resolve_precision(PrecisionChoice choice, std::string* note) {
   if (note && speedup < kAutoBf16Speedup) {
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.2fx", speedup);
-    *note = std::string("this CPU's bf16 dot products (AVX512_BF16) reach ") + rate +
+    *note = std::string("this CPU's bf16 dot products (") + kBf16Needs + ") reach " + rate +
             " the multiply-add rate of its fp32 FMAs" +
             (p == Precision::fp32 ? ": --precision auto runs matrix products in fp32 (--precision bf16 forces bf16)"
                                   : ": bf16 matrix products, as asked, may run slower than fp32 here");
@@ -359,10 +440,10 @@ Precision resolve_precision(PrecisionChoice choice, std::string* note) {
 }
 
 void set_matmul_precision(Precision p) {
-  ROSETTA_CHECK(p != Precision::bf16 || bf16_supported(), "bf16 matrix products need AVX512_BF16, which this CPU (",
-                cpu_isa_name(), ") does not have");
-  ROSETTA_CHECK(p != Precision::int8 || int8_supported(), "int8 matrix products need AVX2 at least, which this CPU (",
-                cpu_isa_name(), ") does not have");
+  ROSETTA_CHECK(p != Precision::bf16 || bf16_supported(), "bf16 matrix products need ", kBf16Needs,
+                ", which this CPU (", cpu_isa_name(), ") does not have");
+  ROSETTA_CHECK(p != Precision::int8 || int8_supported(), "int8 matrix products need ", kInt8Needs,
+                ", which this CPU (", cpu_isa_name(), ") does not have");
   g_precision.store(p, std::memory_order_relaxed);
 }
 

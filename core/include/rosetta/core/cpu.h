@@ -40,13 +40,23 @@ struct CpuFeatures {
   bool avx_vnni = false;                  // the same on 256 bits, VEX-encoded (Alder Lake, Zen 5)
   bool amx_tile = false, amx_bf16 = false;  // TDPBF16PS on tiles (the OS saves the tile state)
   bool amx_int8 = false;                    // TDPBUSD on tiles
+  // ARM64 (aarch64), from the hardware capabilities Linux reports (getauxval AT_HWCAP and
+  // AT_HWCAP2), so each is usable by this process. On x86-64 all false.
+  bool neon = false;     // Advanced SIMD (ASIMD) with fp32 FMLA: every Armv8-A CPU
+  bool dotprod = false;  // SDOT and UDOT (Armv8.2 DotProd): four int8 products summed into int32 lanes
+  bool i8mm = false;     // SMMLA, UMMLA, USMMLA, USDOT (Armv8.6 I8MM): 2x8 by 8x2 int8 blocks into int32
+  bool bf16 = false;     // BFMMLA, BFDOT, BFCVT (Armv8.6 BF16): bf16 products summed into fp32
+  bool sve = false;      // the Scalable Vector Extension (no kernel of rosetta's uses it yet)
 };
 
-// Read once (cpuid and xgetbv) and cached. On a CPU that is not x86-64 every flag is false.
+// Read once and cached: on x86-64 cpuid and xgetbv; on aarch64 the hwcaps, and vendor, brand,
+// family (the implementer) and model (the part number) from MIDR_EL1 where Linux lets a
+// process read it (HWCAP_CPUID; empty and 0 otherwise). Elsewhere every flag is false.
 const CpuFeatures& cpu_features();
 
 // The widest vector ISA of this CPU as rosetta names it: "AVX-512", "AVX2", "AVX", "SSE3" or
-// "generic", with "+AVX512_BF16" and "+AMX" appended where present.
+// "generic", with "+AVX512_BF16" and "+AMX" appended where present; on ARM64 "NEON" with
+// "+DOTPROD", "+I8MM", "+BF16" and "+SVE" appended where present.
 std::string cpu_isa_name(const CpuFeatures& f = cpu_features());
 
 // ------------------------------------------------------------------ OpenBLAS's kernels
