@@ -5,12 +5,26 @@
 # Sets RosettaOpenBLAS_FOUND, and ROSETTA_OPENBLAS_DIR (the library's directory, for rpaths).
 # Used by the build (cmake/RosettaDeps.cmake) and installed with the package, so that
 # find_package(rosetta) recreates the same target. Needs OpenMP::OpenMP_CXX.
-find_path(ROSETTA_CBLAS_INCLUDE cblas.h
-  PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
-  NO_DEFAULT_PATH)
-find_library(ROSETTA_OPENBLAS openblas
-  PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
-  NO_DEFAULT_PATH)
+#
+# Each architecture finds its own: Debian's multiarch directory of the target
+# (CMAKE_LIBRARY_ARCHITECTURE, x86_64-linux-gnu or aarch64-linux-gnu, set once a language is
+# enabled), under the find root of a cross-build (cmake/aarch64-linux-gnu.cmake's sysroot).
+if(CMAKE_LIBRARY_ARCHITECTURE)
+  set(_rosetta_blas_arches ${CMAKE_LIBRARY_ARCHITECTURE})
+else()
+  set(_rosetta_blas_arches x86_64-linux-gnu aarch64-linux-gnu)
+endif()
+set(_rosetta_blas_inc "")
+set(_rosetta_blas_lib "")
+foreach(_arch IN LISTS _rosetta_blas_arches)
+  list(APPEND _rosetta_blas_inc /usr/include/${_arch}/openblas-openmp)
+  list(APPEND _rosetta_blas_lib /usr/lib/${_arch}/openblas-openmp)
+endforeach()
+find_path(ROSETTA_CBLAS_INCLUDE cblas.h PATHS ${_rosetta_blas_inc} NO_DEFAULT_PATH)
+find_library(ROSETTA_OPENBLAS openblas PATHS ${_rosetta_blas_lib} NO_DEFAULT_PATH)
+unset(_rosetta_blas_arches)
+unset(_rosetta_blas_inc)
+unset(_rosetta_blas_lib)
 if(ROSETTA_CBLAS_INCLUDE AND ROSETTA_OPENBLAS)
   set(RosettaOpenBLAS_FOUND TRUE)
   if(NOT TARGET rosetta_openblas)
