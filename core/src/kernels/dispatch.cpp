@@ -21,11 +21,13 @@ namespace rosetta::detail {
 namespace {
 
 // The lists, best first. A kernel of another ISA is one file of this folder and one entry here.
-const F32Kernel* const kF32Kernels[] = {&f32_avx512, &f32_avx2};
+// x86-64's kernels never run on ARM64 nor ARM64's on x86-64 (runs_on), so one list holds both.
+const F32Kernel* const kF32Kernels[] = {&f32_avx512, &f32_avx2, &f32_neon};
 // int8: AMX tiles where the CPU has them and grants them, else the widest VPDPBUSD, else AVX2's
 // VPMADDUBSW; the modelled paths (the AMX loops, the AVX-VNNI loops on AVX512_VNNI) only where
-// the tests or the environment ask.
-const Int8Kernel* const kInt8Kernels[] = {&int8_amx, &int8_avx512_vnni, &int8_avx_vnni, &int8_avx2};
+// the tests or the environment ask. ARM64: SMMLA (I8MM), else SDOT (DotProd).
+const Int8Kernel* const kInt8Kernels[] = {&int8_amx,      &int8_avx512_vnni, &int8_avx_vnni,
+                                          &int8_avx2,     &int8_i8mm,        &int8_neon_dot};
 
 const Int8Kernel* const kInt8Models[] = {&int8_amx_model, &int8_avx_vnni_model};
 // bf16: AMX tiles where the CPU has them and grants them, else AVX512_BF16; the model of the

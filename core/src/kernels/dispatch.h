@@ -11,7 +11,9 @@
 //                            any CPU with AVX512_BF16 (slow; how the tests reach it without AMX);
 //                            int8: the same for AMX-INT8, on any CPU with AVX512_VNNI
 //   ROSETTA_INT8=NAME        int8: the kernel of that name in lower case ("avx2", "avx-vnni",
-//                            "avx512-vnni", "amx-int8") where the CPU runs it, else none
+//                            "avx512-vnni", "amx-int8"; ARM64: "i8mm", "dotprod") where the CPU
+//                            runs it, else none
+// ARM64's kernels: fp32 "NEON" (every Armv8-A CPU); int8 "I8MM" (SMMLA), "DOTPROD" (SDOT).
 // The tests also name kernels directly: every kernel this CPU can run is held to the plain
 // reference GEMMs (reference.h) in one process, whatever the environment chose.
 #pragma once
@@ -40,8 +42,8 @@ std::vector<const Bf16Kernel*> bf16_kernels_here();
 std::vector<const Int8Kernel*> int8_kernels_here();
 
 // The names by which the rest of core asks (cpu.cpp, matmul.cpp).
-bool gemm_f32_packed_available();  // f32_kernel() is not null: AVX-512 F, or AVX2 and FMA
-// f32_kernel()'s ISA, "AVX-512" or "AVX2", or "" where none runs.
+bool gemm_f32_packed_available();  // f32_kernel() is not null: AVX-512 F, or AVX2 and FMA; NEON
+// f32_kernel()'s ISA, "AVX-512", "AVX2" or "NEON", or "" where none runs.
 const char* gemm_f32_packed_isa();
 bool gemm_bf16_available();  // AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM registers
 // The bf16 products run on AMX tiles: gemm_bf16_available(), AMX-TILE and AMX-BF16, the OS grants
@@ -49,7 +51,7 @@ bool gemm_bf16_available();  // AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS sav
 // ROSETTA_AMX is not "0" or "off"; or ROSETTA_AMX=model, the tiles modelled in plain code.
 bool gemm_bf16_amx();
 bool gemm_bf16_amx_modelled();
-bool gemm_int8_available();  // int8_kernel() is not null: AVX2 at least
+bool gemm_int8_available();  // int8_kernel() is not null: AVX2 at least; ARM64: DotProd at least
 const char* gemm_int8_isa();  // int8_kernel()'s name, "" where none runs
 
 // Marks the calling thread as running a product of `precision` on `kernel` while it lives, for

@@ -1,4 +1,5 @@
-// What the fp32 driver (f32_gemm.cpp) and its micro-kernels (f32_avx512.cpp, f32_avx2.cpp) share.
+// What the fp32 driver (f32_gemm.cpp) and its micro-kernels (f32_avx512.cpp, f32_avx2.cpp,
+// f32_neon.cpp) share.
 //
 // B is packed as slivers of kF32Cols columns, k-major: sliver s holds B[k][32s .. 32s + 31] at
 // w + s * K * 32 + k * 32. A stays where it is (rows lda apart): a micro-kernel keeps an
@@ -45,5 +46,6 @@ struct F32Kernel {
 
 extern const F32Kernel f32_avx512;  // f32_avx512.cpp
 extern const F32Kernel f32_avx2;    // f32_avx2.cpp
+extern const F32Kernel f32_neon;    // f32_neon.cpp (ARM64)
 
 }  // namespace rosetta::detail

@@ -7,6 +7,8 @@
 // and TDPBUSD take one operand unsigned); the extra 128 * sum_k q_b[k][j] is known from the
 // weights alone (PackedBInt8::comp) and taken off as the result is scaled back:
 //   C[i][j] = (acc[i][j] - comp[j]) * (scale_a[i] * scale_b[j]) (+ bias[j]).
+// ARM64's SDOT and SMMLA multiply signed by signed: their kernels (int8_neon_dot.cpp,
+// int8_i8mm.cpp) store A as q itself and take no comp off, the same exact sums by another road.
 // B is packed as slivers of kInt8Cols columns, word [p][j] = (q[4p][j], .., q[4p+3][j]), K
 // rounded up to kInt8KStep with zeros; A's quantized rows stay row-major, K rounded up the same
 // with shifted zeros, and rows rounded up to the kernel's MR with rows of shifted zeros.
@@ -47,7 +49,9 @@ struct Int8Kernel {
   // Rows [0, M) of A as unsigned bytes (q + 128) in rows of kp bytes (zeros past K, 128
   // shifted), rows [M, Mp) all 128, and each row's scale (0 for rows past M, and for a row
   // whose max |a| is 0 or not finite): q = round-to-nearest-even(a * (127 / max |a|)),
-  // scale = max |a| / 127, both in fp32.
+  // scale = max |a| / 127, both in fp32. A kernel of signed products (ARM64's) stores q as
+  // signed bytes, zeros for zeros, in the layout its compute reads (I8MM: rows in pairs).
+  // The driver gives Mp * kp bytes either way.
   void (*quantize_rows)(int64_t M, int64_t Mp, int64_t K, int64_t kp, const float* a, int64_t lda, uint8_t* out,
                         float* scale);
   // C[m0:m1, n0:n1] on the calling thread (m0 and n0 multiples of mr and kInt8Cols).
@@ -60,5 +64,7 @@ extern const Int8Kernel int8_avx512_vnni;      // int8_avx512_vnni.cpp
 extern const Int8Kernel int8_avx_vnni;         // int8_avx2.cpp: VPDPBUSD on 256 bits (VEX)
 extern const Int8Kernel int8_avx_vnni_model;   // the same loops with AVX512_VNNI's 256-bit form
 extern const Int8Kernel int8_avx2;             // VPMADDUBSW and VPMADDWD, 7-bit weights
+extern const Int8Kernel int8_i8mm;             // int8_i8mm.cpp: SMMLA (ARM64, Armv8.6 I8MM)
+extern const Int8Kernel int8_neon_dot;         // int8_neon_dot.cpp: SDOT (ARM64, Armv8.2 DotProd)
 
 }  // namespace rosetta::detail
