@@ -1,20 +1,21 @@
 # Cross-building rosetta for aarch64 Linux on an x86-64 Debian 12 host (scripts/test-aarch64.sh):
 #
 #   bash scripts/aarch64-sysroot.sh                   # arm64 packages, unpacked: build-aarch64-sysroot
-#   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
-#     -DROSETTA_NATIVE=OFF -DROSETTA_MPI=OFF
+#   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DROSETTA_MPI=OFF
 #
 # The compiler is Debian's g++-aarch64-linux-gnu, whose C and C++ libraries live in
 # /usr/aarch64-linux-gnu; every other library and header is found in the sysroot of unpacked arm64
 # packages (ROSETTA_AARCH64_SYSROOT, default build-aarch64-sysroot/ in the source tree), never in
 # the host's /usr. The test programs run under qemu-user (CMAKE_CROSSCOMPILING_EMULATOR, which
 # CTest and Catch2's test discovery use); its CPU model comes from the environment, QEMU_CPU
-# (qemu-aarch64's default is `max`). ROSETTA_NATIVE=OFF: -march=native means the build machine.
+# (qemu-aarch64's default is `max`).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+# -march=native would mean the build machine: a cross-build targets plain Armv8-A unless told.
+set(ROSETTA_NATIVE OFF CACHE BOOL "Compile for this machine's CPU (-march=native)")
 
 if(NOT ROSETTA_AARCH64_SYSROOT)
   get_filename_component(ROSETTA_AARCH64_SYSROOT "${CMAKE_CURRENT_LIST_DIR}/../build-aarch64-sysroot" ABSOLUTE)
