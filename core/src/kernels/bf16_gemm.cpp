@@ -6,6 +6,10 @@
 // sliver stays in L1 while the panels of the A block stream from L2. On AMX tiles (bf16_amx.cpp)
 // k runs in longer blocks (KC_AMX), A is packed as the tiles' rows (pack_a_amx), and where k is
 // short (K <= 1024) the loops over panels and slivers swap (compute).
+//
+// The functions of bf16.h are here for every architecture: they check their arguments and call
+// the driver of this one (bf16::run, packed_b_words, pack_b: below on x86-64, bf16_arm.cpp on
+// aarch64).
 #include <omp.h>
 
 #include <algorithm>
@@ -33,14 +37,6 @@ const Bf16Kernel& kernel_or_default(const Bf16Kernel* kernel) {
 
 namespace bf16 {
 namespace {
-
-// Words of a whole packed op(B): per block of k, ceil(N / NR) slivers of block_pairs x NR.
-int64_t packed_b_words(int64_t K, int64_t N, bool amx) {
-  const int64_t np = round_up(N, NR), kb = block_k(amx);
-  int64_t words = 0;
-  for (int64_t pc = 0; pc < K; pc += kb) words += block_pairs(std::min(kb, K - pc), amx) * np;
-  return words;
-}
 
 // Packs columns [j0, j0 + nc) of op(B) rows [pc, pc + kc) as slivers of ks x NR.
 void pack_b_block(const Bf16Operand& b, int64_t pc, int64_t kc, int64_t j0, int64_t nc, uint32_t* out, int64_t ks) {
@@ -132,18 +128,24 @@ ROSETTA_AMX_TARGET void compute(const Bf16Gemm& g, bool modelled, int64_t m0, in
     if (!modelled) amx::release_tiles();
 }
 
-void scale_c(const Bf16Gemm& g) {  // K == 0: C = bias + beta * C
-  const Bf16Epilogue& o = g.out;
-  if (g.a_out.row_sums) std::fill(g.a_out.row_sums, g.a_out.row_sums + g.M, 0.0f);
-  for (int64_t i = 0; i < g.M; ++i)
-    for (int64_t j = 0; j < g.N; ++j) {
-      float& x = o.c[i * o.ldc + j];
-      x = (o.bias ? o.bias[j] : 0.0f) + (o.beta == 0.0f ? 0.0f : o.beta * x);
-      const float gv = o.gate     ? o.gate[i * o.ldg + j]
-                       : o.gate16 ? std::bit_cast<float>(uint32_t(o.gate16[i * o.ldg + j]) << 16)
-                                  : 1.0f;
-      if (!(gv > 0.0f)) x = 0.0f;
-    }
+}  // namespace
+
+// Words of a whole packed op(B): per block of k, ceil(N / NR) slivers of block_pairs x NR.
+int64_t packed_b_words(int64_t K, int64_t N, bool amx) {
+  const int64_t np = round_up(N, NR), kb = block_k(amx);
+  int64_t words = 0;
+  for (int64_t pc = 0; pc < K; pc += kb) words += block_pairs(std::min(kb, K - pc), amx) * np;
+  return words;
+}
+
+void pack_b(const Bf16Operand& b, int64_t K, int64_t N, bool amx, uint32_t* out) {
+  const int64_t np = round_up(N, NR), kb = block_k(amx);
+  int64_t offset = 0;
+  for (int64_t pc = 0; pc < K; pc += kb) {
+    const int64_t kc = std::min(kb, K - pc), ks = block_pairs(kc, amx);
+    pack_b_block(b, pc, kc, 0, N, out + offset, ks);
+    offset += ks * np;
+  }
 }
 
 // Splits C (M, N and K positive) over `threads` threads along its longer side, in whole
@@ -172,6 +174,54 @@ void run(const Bf16Gemm& g, int threads, const Bf16Kernel& kernel) {
       else part(g, modelled, 0, g.M, b * NR, std::min(g.N, e * NR));
     }
   }
+}
+
+}  // namespace bf16
+
+ROSETTA_BF16_TARGET void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 k = first_lanes(n - j);
+    const __m512 x = _mm512_maskz_loadu_ps(k, src + j);
+    _mm256_mask_storeu_epi16(dst + j, k, (__m256i)_mm512_cvtneps_pbh(x));
+    if (sums) _mm512_mask_storeu_ps(sums + j, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, sums + j), x));
+  }
+}
+
+#elif !defined(__aarch64__)  // no bf16 kernel here: bf16_kernel() is null, these are never called
+
+namespace bf16 {
+void run(const Bf16Gemm&, int, const Bf16Kernel&) { throw std::logic_error("gemm_bf16: no bf16 driver here"); }
+int64_t packed_b_words(int64_t, int64_t, bool) { throw std::logic_error("pack_b_bf16: no bf16 driver here"); }
+void pack_b(const Bf16Operand&, int64_t, int64_t, bool, uint32_t*) {
+  throw std::logic_error("pack_b_bf16: no bf16 driver here");
+}
+}  // namespace bf16
+
+#endif
+
+#if !defined(__x86_64__)
+void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    dst[j] = bf16::bf16_bits(src[j]);
+    if (sums) sums[j] += src[j];
+  }
+}
+#endif
+
+namespace bf16 {
+namespace {
+void scale_c(const Bf16Gemm& g) {  // K == 0: C = bias + beta * C
+  const Bf16Epilogue& o = g.out;
+  if (g.a_out.row_sums) std::fill(g.a_out.row_sums, g.a_out.row_sums + g.M, 0.0f);
+  for (int64_t i = 0; i < g.M; ++i)
+    for (int64_t j = 0; j < g.N; ++j) {
+      float& x = o.c[i * o.ldc + j];
+      x = (o.bias ? o.bias[j] : 0.0f) + (o.beta == 0.0f ? 0.0f : o.beta * x);
+      const float gv = o.gate     ? o.gate[i * o.ldg + j]
+                       : o.gate16 ? std::bit_cast<float>(uint32_t(o.gate16[i * o.ldg + j]) << 16)
+                                  : 1.0f;
+      if (!(gv > 0.0f)) x = 0.0f;
+    }
 }
 
 }  // namespace
@@ -217,15 +267,6 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, floa
             threads);
 }
 
-ROSETTA_BF16_TARGET void round_to_bf16(const float* src, uint16_t* dst, float* sums, int64_t n) {
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = first_lanes(n - j);
-    const __m512 x = _mm512_maskz_loadu_ps(k, src + j);
-    _mm256_mask_storeu_epi16(dst + j, k, (__m256i)_mm512_cvtneps_pbh(x));
-    if (sums) _mm512_mask_storeu_ps(sums + j, k, _mm512_add_ps(_mm512_maskz_loadu_ps(k, sums + j), x));
-  }
-}
-
 void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb, PackedB& out,
                  const Bf16Kernel* kernel) {
   const bool amx = kernel_or_default(kernel).amx;
@@ -245,14 +286,7 @@ void pack_b_bf16(bool trans_b, int64_t K, int64_t N, const float* b, int64_t ldb
   out.N = N;
   out.amx = amx;
   if (words == 0) return;
-  const Bf16Operand op{.trans = trans_b, .f32 = b, .ld = ldb};
-  const int64_t np = round_up(N, bf16::NR), kb = bf16::block_k(out.amx);
-  int64_t offset = 0;
-  for (int64_t pc = 0; pc < K; pc += kb) {
-    const int64_t kc = std::min(kb, K - pc), ks = bf16::block_pairs(kc, out.amx);
-    bf16::pack_b_block(op, pc, kc, 0, N, out.words + offset, ks);
-    offset += ks * np;
-  }
+  bf16::pack_b({.trans = trans_b, .f32 = b, .ld = ldb}, K, N, amx, out.words);
 }
 
 void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int64_t lda,
@@ -267,17 +301,5 @@ void gemm_bf16_packed(bool trans_a, int64_t M, float alpha, const float* a, int6
             threads);
 }
 
-#else  // not x86-64: never available, never called
-
-void gemm_bf16(const Bf16Gemm&, int, const Bf16Kernel*) {}
-bool gemm_bf16_one_block(int64_t, const Bf16Kernel*) { return false; }
-void gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
-               int64_t, float, float*, int64_t, int, const float*, float*, const float*, int64_t) {}
-void round_to_bf16(const float*, uint16_t*, float*, int64_t) {}
-void pack_b_bf16(bool, int64_t, int64_t, const float*, int64_t, PackedB&, const Bf16Kernel*) {}
-void gemm_bf16_packed(bool, int64_t, float, const float*, int64_t, const PackedB&, float, float*,
-                      int64_t, int, const float*, const float*, int64_t) {}
-
-#endif
 
 }  // namespace rosetta::detail

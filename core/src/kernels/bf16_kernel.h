@@ -1,6 +1,8 @@
 // What the bf16 driver (bf16_gemm.cpp), its packing (bf16_pack.cpp) and its micro-kernels
 // (bf16_avx512.cpp, bf16_amx.cpp, bf16_amx_model.cpp) share: the kernels' descriptions, the tile
-// and block sizes, the packing, and the epilogue every kernel stores its tiles through.
+// and block sizes, the packing, and the epilogue every kernel stores its tiles through. On
+// aarch64 the driver, packing and epilogue are bf16_arm.cpp's and the micro-kernel
+// bf16_bfmmla.cpp's (the section at the end).
 //
 // Both operands are packed as 32-bit words holding two bf16 values of consecutive k (the pairs
 // VDPBF16PS and TDPBF16PS multiply):
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "bf16.h"
@@ -45,6 +48,7 @@ struct Bf16Kernel {
 extern const Bf16Kernel bf16_avx512;     // bf16_avx512.cpp
 extern const Bf16Kernel bf16_amx;        // bf16_amx.cpp
 extern const Bf16Kernel bf16_amx_model;  // bf16_amx_model.cpp
+extern const Bf16Kernel bf16_bfmmla;     // bf16_bfmmla.cpp (aarch64: BFMMLA)
 
 namespace bf16 {
 
@@ -80,6 +84,24 @@ inline int64_t block_pairs(int64_t kc, bool amx) { return amx ? round_up((kc + 1
 // AMR rows of 16 pairs, row-major (a tile load reads 16 consecutive rows of 64 bytes: one
 // sequential run per step of the kernel, not 32 rows ks words apart).
 constexpr int64_t amx_a_word(int64_t i, int64_t p) { return (p & ~int64_t(15)) * AMR + i * 16 + (p & 15); }
+
+// The bits of x rounded to bf16 as the bf16 products round their operands: to nearest even (what
+// VCVTNEPS2BF16 and reference::round_bf16 do to a finite value); a NaN stays a NaN (quiet). The
+// packing of plain code rounds with it (round_to_bf16 and bf16_arm.cpp, off x86-64).
+inline uint16_t bf16_bits(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  return (u & 0x7FFFFFFFu) > 0x7F800000u ? uint16_t((u >> 16) | 0x40u) : uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// The driver's part of each architecture behind bf16.h's functions (bf16_gemm.cpp checks their
+// arguments and calls these): on x86-64 bf16_gemm.cpp's, on aarch64 bf16_arm.cpp's.
+// run: C of g (M, N and K positive) on `kernel`'s tiles (a packed B was packed for it), split
+// among up to `threads` threads. packed_b_words: the words of a whole op(B) of K x N packed for
+// a kernel (`amx`: for the AMX kernels). pack_b: op(B) of K x N, every block of k in turn, into
+// out (packed_b_words of it).
+void run(const Bf16Gemm& g, int threads, const Bf16Kernel& kernel);
+int64_t packed_b_words(int64_t K, int64_t N, bool amx);
+void pack_b(const Bf16Operand& b, int64_t K, int64_t N, bool amx, uint32_t* out);
 
 #if defined(__x86_64__)
 
@@ -258,6 +280,56 @@ ROSETTA_AMX_TARGET void amx_tile(int64_t ks, const uint32_t* a, const uint32_t* 
 void amx_kernel_model(int64_t ks, const uint32_t* a, const uint32_t* b, float* acc);
 
 #endif  // __x86_64__
+
+#if defined(__aarch64__)
+
+// ------------------------------------------------------------------ aarch64 (BFMMLA)
+//
+// BFMMLA acc, a, b (vbfmmlaq_f32) adds to the 2 x 2 fp32 block acc (row-major) the product of
+// the 2 x 4 bf16 block a (two rows of four k) by the 4 x 2 block held as b (two columns of four
+// k): acc[2r + c] += sum_k a[4r + k] b[4c + k]. Both operands are packed in such 128-bit blocks,
+// as words of two bf16 of consecutive k (as on x86) with k pairs padded to an even count ks
+// (zeros past k): word (p, j) of a panel of W rows of A or columns of B at arm_word(p, j, W), so
+// that the 4 words at (p / 2) * 2W + 4c are rows (columns) 2c, 2c + 1 over k 2p .. 2p + 3.
+namespace arm {
+
+#define ROSETTA_BF16_ARM_TARGET __attribute__((target("arch=armv8.2-a+bf16")))
+
+constexpr int MR = 8;              // rows of the micro-tile: 4 x 4 blocks of 2 x 2 accumulators
+constexpr int NR = 8;              // its columns, and those of a B sliver
+constexpr int64_t MC = 16 * MR;    // rows of an A block
+constexpr int64_t NC = 512 * NR;   // columns of a B panel
+// k per packed block: x86's (gemm_bf16_one_block answers for every kernel of an architecture).
+constexpr int64_t KC_ARM = KC;
+static_assert(KC_ARM % 4 == 0, "a block of k is whole quads of k");
+
+inline int64_t block_pairs(int64_t kc) { return round_up((kc + 1) / 2, 2); }
+constexpr int64_t arm_word(int64_t p, int64_t j, int64_t W) { return (p / 2) * 2 * W + (j / 2) * 4 + (j % 2) * 2 + p % 2; }
+
+// A tile's epilogue (Bf16Epilogue at the tile's first row and column), in plain code: the same
+// operations in the same order as x86's TileEpilogue (alpha * sum, + bias, then beta * C by a
+// fused multiply-add and the gate; or the relu and dropout into bf16). (bf16_arm.cpp)
+struct TileEpilogue {
+  float* c = nullptr;  // the tile's first element of C (null with relu_dropout)
+  int64_t ldc = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* bias = nullptr;  // the tile's first column's
+  const float* gate = nullptr;  // at the tile's first element, rows ldg apart
+  const uint16_t* gate16 = nullptr;
+  int64_t ldg = 0;
+  const ReluDropout16* relu_dropout = nullptr;
+  int64_t N = 0, row = 0, col = 0;  // the product's N, the tile's first row and column in it
+  // Row i's first n sums (of NR) of the tile.
+  void store(const float* sums, int i, int n) const;
+};
+
+// The tile (m x n of MR x NR) of A panel (ks pairs of MR rows) . B sliver (ks pairs of NR
+// columns), stored through ep. (bf16_bfmmla.cpp)
+void bfmmla_tile(int64_t ks, const uint32_t* a, const uint32_t* b, int m, int n, const TileEpilogue& ep);
+
+}  // namespace arm
+
+#endif  // __aarch64__
 
 }  // namespace bf16
 

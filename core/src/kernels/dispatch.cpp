@@ -31,8 +31,9 @@ const Int8Kernel* const kInt8Kernels[] = {&int8_amx,      &int8_avx512_vnni, &in
 
 const Int8Kernel* const kInt8Models[] = {&int8_amx_model, &int8_avx_vnni_model};
 // bf16: AMX tiles where the CPU has them and grants them, else AVX512_BF16; the model of the
-// tiles only where ROSETTA_AMX=model asks for it (every bf16 path packs and stores with AVX512_BF16).
-const Bf16Kernel* const kBf16Kernels[] = {&bf16_amx, &bf16_avx512};
+// tiles only where ROSETTA_AMX=model asks for it (every x86 bf16 path packs and stores with
+// AVX512_BF16). ARM64: BFMMLA (BF16).
+const Bf16Kernel* const kBf16Kernels[] = {&bf16_amx, &bf16_avx512, &bf16_bfmmla};
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -93,9 +94,9 @@ const F32Kernel* f32_kernel() {
 
 const Bf16Kernel* bf16_kernel() {
   static const Bf16Kernel* const chosen = note_choice("bf16", []() -> const Bf16Kernel* {
-    if (!bf16_avx512.runs_on(cpu_features())) return nullptr;
     const std::string amx = env("ROSETTA_AMX");
-    if (amx == "model") return first_proven<Bf16Kernel>(std::array{&bf16_amx_model}, [](auto) { return true; });
+    if (amx == "model" && bf16_amx_model.runs_on(cpu_features()))
+      return first_proven<Bf16Kernel>(std::array{&bf16_amx_model}, [](auto) { return true; });
     return first_proven<Bf16Kernel>(kBf16Kernels,
                                     [&](const Bf16Kernel* k) { return k != &bf16_amx || (amx != "0" && amx != "off"); });
   }());

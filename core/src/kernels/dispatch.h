@@ -45,7 +45,9 @@ std::vector<const Int8Kernel*> int8_kernels_here();
 bool gemm_f32_packed_available();  // f32_kernel() is not null: AVX-512 F, or AVX2 and FMA; NEON
 // f32_kernel()'s ISA, "AVX-512", "AVX2" or "NEON", or "" where none runs.
 const char* gemm_f32_packed_isa();
-bool gemm_bf16_available();  // AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM registers
+// bf16_kernel() is not null: AVX512_BF16 (and AVX-512 F/BW/VL/DQ), the OS saving the ZMM
+// registers; on ARM64 BF16 (BFMMLA)
+bool gemm_bf16_available();
 // The bf16 products run on AMX tiles: gemm_bf16_available(), AMX-TILE and AMX-BF16, the OS grants
 // this process the tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here), and
 // ROSETTA_AMX is not "0" or "off"; or ROSETTA_AMX=model, the tiles modelled in plain code.
