@@ -95,15 +95,15 @@ std::string check_f32(const F32Kernel& k, bool corrupt) {
 }
 
 std::string check_bf16(const Bf16Kernel& k, bool corrupt) {
-#if defined(__x86_64__)
   if (k.amx && !k.modelled) {
+#if defined(__x86_64__)
     if (std::string why = tile_config_read_back(); !why.empty()) return why;
     time_amx_dots(2);  // bf16_dot_speedup's probe of the tiles
+#endif
   } else if (!k.amx) {
-    time_bf16_dots(2);  // and of VDPBF16PS against FMAs
+    time_bf16_dots(2);  // and of VDPBF16PS (aarch64: BFMMLA) against FMAs
     time_fp32_fmas(2);
   }
-#endif
   const std::vector<float> a = values(kM * kK, 4), b = values(kN * kK, 5), bias = values(kN, 6);
   std::vector<float> c(size_t(kM * kN));
   Bf16Gemm g;
