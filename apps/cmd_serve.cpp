@@ -55,8 +55,7 @@ void run(ServeArgs a) {
   const auto& d = a.decode;
   translator::TranslationService service(
       t, translator::ServiceOptions()
-             .beam(d.beam).length_penalty(d.length_penalty).max_len_a(d.max_len_a).max_len_b(d.max_len_b)
-             .no_repeat_ngram(d.no_repeat_ngram).batch_tokens(a.batch_tokens).threads(a.threads)
+             .search(d.options()).batch_tokens(a.batch_tokens).threads(a.threads)
              .max_wait_ms(a.max_wait_ms).max_pending(a.max_pending).across_requests(!a.no_batching));
   spdlog::info("{} ({} -> {}): beam {}, {} decoder thread(s), batches of {} source tokens{}", a.model,
                a.server.api.source, a.server.api.target, d.beam, a.threads > 0 ? a.threads : get_num_threads(),

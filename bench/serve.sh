@@ -6,8 +6,9 @@
 #                 bench/serve_client.py sending one sentence per request, back to back;
 #   no-batching:  the same with `rosetta serve --no-batching` (each request decoded on its own).
 # For each: sentences/s, and for the servers p50/p99 latency, errors and answers equal to the
-# offline translation of their own sentence. The client runs on the same machine: its CPU time is
-# printed beside (on 2 cores it takes a share from the decoders).
+# offline translation of their own line (all, and among lines of one sentence: a line of several
+# is translated sentence by sentence by the server, whole by the offline job). The client runs on
+# the same machine: its CPU time is printed beside (on 2 cores it takes a share from the decoders).
 #
 #   bench/serve.sh --model RUN [--threads 2] [--clients 64] [--rounds 1] [--beam 4] [--precision auto]
 #                  [--input FILE]     # default: data/de-en/test.tsv's first column (1,059 sentences)
@@ -94,7 +95,8 @@ for name in ("batching", "no-batching"):
     rate = r["sentences_per_s"]
     print(f"  serve {name:<12} {rate:8.1f} sentences/s ({rate / offline:.0%} of offline)"
           f"  p50 {r['p50_ms']:.0f} ms  p99 {r['p99_ms']:.0f} ms  errors {r['errors']}"
-          f"  equal to offline {r['matched']}/{r['sentences']}  client CPU {r['client_cpu_s']} s")
+          f"  equal to offline {r['matched']}/{r['sentences']}"
+          f" (one-sentence lines {r['one_sentence_matched']}/{r['one_sentence']})  client CPU {r['client_cpu_s']} s")
     for e in r["first_errors"]:
         print("    error:", e)
     for m in r["first_mismatches"]:

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -57,6 +58,9 @@ Strings reference(const translator::Translator& t, const Strings& lines, int bea
   return out;
 }
 
+// The service's options with a search of `beam`.
+ServiceOptions with_beam(int beam) { return ServiceOptions().search(nn::SearchOptions().beam(beam)); }
+
 // True when the future holds an exception of type E.
 template <class E>
 bool throws(std::future<Strings>& f) {
@@ -84,7 +88,7 @@ TEST_CASE("submissions from 16 threads get translate_lines' translations, each i
   const auto t = copy_model();
   const Strings lines = some_sentences(160, 7);
   const Strings expected = reference(t, lines, 3, 64);
-  TranslationService service(t, ServiceOptions().beam(3).batch_tokens(64).threads(2).max_wait_ms(2));
+  TranslationService service(t, with_beam(3).batch_tokens(64).threads(2).max_wait_ms(2));
   // Thread c sends 4 submissions of 1-9 sentences (every 5th an empty submission), half of them
   // through the callback; the answers are checked here afterwards (Catch2 asserts on this thread only).
   const int callers = 16, each = 4;
@@ -154,7 +158,7 @@ TEST_CASE("batches mix submissions, unless across_requests is false", "[service]
     return got;
   };
   SECTION("across requests: a partial batch waits (10 s here), so the 32 fill 4 batches of 8") {
-    TranslationService service(t, ServiceOptions().beam(2).batch_tokens(32).threads(2).max_wait_ms(10000));
+    TranslationService service(t, with_beam(2).batch_tokens(32).threads(2).max_wait_ms(10000));
     const auto start = std::chrono::steady_clock::now();
     CHECK(send_32(service) == expected);
     CHECK(std::chrono::steady_clock::now() - start < 5s);  // no batch waited for max_wait
@@ -165,7 +169,7 @@ TEST_CASE("batches mix submissions, unless across_requests is false", "[service]
   }
   SECTION("one submission per batch: the 32 make 32 batches, taken without waiting") {
     TranslationService service(
-        t, ServiceOptions().beam(2).batch_tokens(32).threads(2).max_wait_ms(10000).across_requests(false));
+        t, with_beam(2).batch_tokens(32).threads(2).max_wait_ms(10000).across_requests(false));
     const auto start = std::chrono::steady_clock::now();
     CHECK(send_32(service) == expected);
     CHECK(service.stats().batches == 32);
@@ -187,7 +191,7 @@ TEST_CASE("the service refuses past max_pending and after close, and close waits
   const Strings lines = {"1 2 3", "4 5", "6", "7 8 9 0", "1 1"};
   const Strings expected = reference(t, lines, 1, 2048);
   // One decoder; a partial batch would wait a minute: nothing is decoded before close().
-  TranslationService service(t, ServiceOptions().beam(1).threads(1).max_wait_ms(60000).max_pending(4));
+  TranslationService service(t, with_beam(1).threads(1).max_wait_ms(60000).max_pending(4));
   auto first = service.submit({lines[0], lines[1], lines[2]});
   CHECK(service.stats().pending == 3);
   CHECK_THROWS_AS(service.submit({lines[3], lines[4]}), translator::ServiceBusy);
@@ -221,7 +225,7 @@ TEST_CASE("the service refuses past max_pending and after close, and close waits
 TEST_CASE("a cancelled submission's pending sentences are dropped, and its callback is called once", "[service]") {
   const auto t = copy_model();
   const Strings expected = reference(t, {"1 2", "3 4 5"}, 1, 2048);
-  TranslationService service(t, ServiceOptions().beam(1).threads(1).max_wait_ms(60000));
+  TranslationService service(t, with_beam(1).threads(1).max_wait_ms(60000));
   auto flag_a = std::make_shared<std::atomic<bool>>(false), flag_b = std::make_shared<std::atomic<bool>>(false);
   std::atomic<int> a_calls{0};
   std::exception_ptr a_error;
@@ -258,10 +262,49 @@ TEST_CASE("a cancelled submission's pending sentences are dropped, and its callb
   CHECK(stats.batches == 1);
 }
 
+TEST_CASE("a sentence that has waited fair_after_ms leads the next batch; before that, the longest go first",
+          "[service]") {
+  const auto t = copy_model();
+  const std::string short_one = "1", long_one = "1 2 3 4 5 6 7 8 9 0";
+  for (const bool aged : {false, true}) {
+    CAPTURE(aged);
+    // One decoder, held in the first submission's callback while the rest queue up: one short
+    // sentence, then ten long ones. Batches of 10 source tokens hold one long sentence each.
+    TranslationService service(t, with_beam(1)
+                                      .batch_tokens(10)
+                                      .threads(1)
+                                      .max_wait_ms(0)
+                                      .fair_after_ms(aged ? 20 : 60000));
+    std::promise<void> entered, release;
+    auto in_callback = entered.get_future();
+    std::shared_future<void> released = release.get_future().share();
+    service.submit({"5"}, [&](Strings, std::exception_ptr) {
+      entered.set_value();
+      released.wait();
+    });
+    REQUIRE(in_callback.wait_for(30s) == std::future_status::ready);
+    std::mutex order_lock;
+    Strings order;
+    auto note = [&](const std::string& name) {
+      return [&, name](Strings, std::exception_ptr) {
+        const std::lock_guard<std::mutex> hold(order_lock);
+        order.push_back(name);
+      };
+    };
+    service.submit({short_one}, note("short"));
+    for (int i = 0; i < 10; ++i) service.submit({long_one}, note("long"));
+    if (aged) std::this_thread::sleep_for(60ms);
+    release.set_value();
+    service.close();
+    REQUIRE(order.size() == 11);
+    CHECK((aged ? order.front() : order.back()) == "short");
+  }
+}
+
 TEST_CASE("a sentence the codec rejects fails its submission only, and a failed batch its own", "[service]") {
   const auto t = copy_model();
   const Strings expected = reference(t, {"1 2", "3"}, 1, 2048);
-  TranslationService service(t, ServiceOptions().beam(1).threads(1).max_wait_ms(1));
+  TranslationService service(t, with_beam(1).threads(1).max_wait_ms(1));
   auto bad = service.submit({"1 2", "x", "3"});
   auto good = service.submit({"1 2", "3"});
   REQUIRE(bad.wait_for(0s) == std::future_status::ready);  // set by submit itself
@@ -316,7 +359,7 @@ TEST_CASE("the decoders run on threads of their own, one each: the operations in
   const int64_t before = threads_of_this_process();
   int64_t during = 0;
   {
-    TranslationService service(t, ServiceOptions().beam(1).batch_tokens(4096).threads(3).max_wait_ms(1));
+    TranslationService service(t, with_beam(1).batch_tokens(4096).threads(3).max_wait_ms(1));
     CHECK(service.submit(lines).get() == expected);
     CHECK(service.stats().batches == 1);
     during = threads_of_this_process();

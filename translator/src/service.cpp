@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "rosetta/core/check.h"
@@ -49,21 +50,20 @@ TranslationService::TranslationService(const Translator& translator, ServiceOpti
     : translator_(translator), options_(std::move(options)), precision_(matmul_precision()) {
   ROSETTA_CHECK(translator_.model != nullptr, "TranslationService: the translator has no model");
   ROSETTA_CHECK(!translator_.model->is_training(), "TranslationService: the model must be in eval mode");
-  ROSETTA_CHECK(options_.beam() >= 1, "TranslationService: beam must be at least 1, got ", options_.beam());
+  ROSETTA_CHECK(options_.search().beam() >= 1, "TranslationService: beam must be at least 1, got ",
+                options_.search().beam());
   ROSETTA_CHECK(options_.batch_tokens() > 0, "TranslationService: batch_tokens must be positive, got ",
                 options_.batch_tokens());
   ROSETTA_CHECK(options_.threads() >= 0, "TranslationService: threads must be 0 or more, got ", options_.threads());
   ROSETTA_CHECK(options_.max_wait_ms() >= 0, "TranslationService: max_wait_ms must be 0 or more, got ",
                 options_.max_wait_ms());
+  ROSETTA_CHECK(options_.fair_after_ms() >= 0, "TranslationService: fair_after_ms must be 0 or more, got ",
+                options_.fair_after_ms());
   ROSETTA_CHECK(options_.max_pending() > 0, "TranslationService: max_pending must be positive, got ",
                 options_.max_pending());
   // n_best 1: the service returns the best hypothesis, as translate does without --n-best.
-  search_ = nn::SearchOptions()
-                .beam(options_.beam())
-                .length_penalty(options_.length_penalty())
-                .max_len_a(options_.max_len_a())
-                .max_len_b(options_.max_len_b())
-                .no_repeat_ngram(options_.no_repeat_ngram());
+  search_ = options_.search();
+  search_.n_best(1);
   stats_.batch_rows_buckets.assign(row_buckets(), 0);
   const int threads = options_.threads() > 0 ? options_.threads() : std::max(get_num_threads(), 1);
   decoders_ = std::thread([this, threads] { run_decoders(threads); });
@@ -194,14 +194,29 @@ bool TranslationService::take_batch(std::vector<Item>& batch, Jobs& finished,
       return false;
     }
   }
-  // Longest first, by arrival among equals.
+  // Longest first, by arrival among equals; or, once the oldest has waited fair_after_ms, the
+  // oldest and those closest to it in length, as many as the rule allows for the longest taken.
   std::vector<size_t> order(end);
   std::iota(order.begin(), order.end(), size_t(0));
-  const size_t take = std::min(rows, end);
-  std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(take), order.end(), [&](size_t a, size_t b) {
-    return length(a) != length(b) ? length(a) > length(b) : a < b;
-  });
-  order.resize(take);
+  const bool fair = Clock::now() - pending_.front().arrived >= std::chrono::milliseconds(options_.fair_after_ms());
+  if (fair) {
+    const int64_t lead = length(0);
+    auto distance = [&](size_t i) { return std::abs(length(i) - lead); };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return distance(a) < distance(b); });
+    size_t take = 0;
+    for (int64_t taken_longest = 1; take < end; ++take) {
+      const int64_t longer = std::max(taken_longest, length(order[take]));
+      if (int64_t(take) + 1 > std::clamp<int64_t>(options_.batch_tokens() / longer, 1, kMaxBatchRows)) break;
+      taken_longest = longer;
+    }
+    order.resize(take);
+  } else {
+    const size_t take = std::min(rows, end);
+    std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(take), order.end(), [&](size_t a, size_t b) {
+      return length(a) != length(b) ? length(a) > length(b) : a < b;
+    });
+    order.resize(take);
+  }
   for (size_t i : order) batch.push_back(std::move(pending_[i]));
   std::sort(order.begin(), order.end());
   kept = 0;

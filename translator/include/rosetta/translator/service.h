@@ -3,21 +3,22 @@
 // its last sentence is done. No HTTP here: `rosetta serve` (apps/) puts LibreTranslate's API in
 // front of it, and a C++ program can use it as it is.
 //
-//   TranslationService service(translator, ServiceOptions().beam(4));
+//   TranslationService service(translator, ServiceOptions().search(nn::SearchOptions().beam(4)));
 //   std::future<std::vector<std::string>> f = service.submit({"Das Wetter ist schön."});
 //   std::string en = f.get()[0];
 //
 // Mechanism: each sentence is encoded when submitted (cut to the model's max_len, as
-// translate_lines cuts it) and joins one queue of pending sentences, ordered by arrival; an empty
-// one (no source token) gives "" without being decoded. Decoders (`threads` of them, each a
-// thread of its own that decodes one batch at a time and keeps its packed weights for its life)
-// take the next batch when free: the pending sentences sorted by length, longest first, as many
-// rows as translate_lines' rule gives for the longest (batch_tokens / its length, 1 to
-// kMaxBatchRows). A decoder takes a batch that is not full only once the oldest pending sentence
-// has waited `max_wait_ms` (or the service is closing), so that a burst of small requests fills
-// batches. The translations equal translate_lines' for the same sentences and search options up
-// to the batch they share (fp32 rounding in the scores; the same hypotheses in practice:
-// tests/translator/test_service.cpp).
+// translate_lines cuts it) and joins one queue of pending sentences, ordered by arrival; an
+// empty one (no source token) gives "" without being decoded. Decoders (`threads` of them, each
+// a thread of its own that decodes one batch at a time and keeps its packed weights for its
+// life) take the next batch when free: the pending sentences sorted by length, longest first, as
+// many rows as translate_lines' rule gives for the longest (batch_tokens / its length, 1 to
+// kMaxBatchRows); once the oldest pending sentence has waited `fair_after_ms`, it leads the
+// batch instead, with the sentences closest to it in length. A decoder takes a batch that is not
+// full only once the oldest pending sentence has waited `max_wait_ms` (or the service is
+// closing), so that a burst of small requests fills batches. The translations equal
+// translate_lines' for the same sentences and search options up to the batch they share (fp32
+// rounding in the scores; the same hypotheses in practice: tests/translator/test_service.cpp).
 //
 // Threads: the decoders are the threads of one OpenMP team, started on a thread of the service's
 // own, and run every operation inside a batch on their own thread (as translate_lines' decoders
@@ -48,17 +49,15 @@
 
 #include "rosetta/core/cpu.h"
 #include "rosetta/nn/module.h"  // ROSETTA_ARG
+#include "rosetta/nn/search.h"
 #include "rosetta/translator/translator.h"
 
 namespace rosetta::translator {
 
 struct ServiceOptions {
-  // The search, as translate's flags set it.
-  ROSETTA_ARG(int, beam) = kDefaultBeam;
-  ROSETTA_ARG(double, length_penalty) = 1.0;
-  ROSETTA_ARG(double, max_len_a) = 1.5;
-  ROSETTA_ARG(int64_t, max_len_b) = 10;
-  ROSETTA_ARG(int, no_repeat_ngram) = 0;
+  // The search, as translate's flags set it (DecodeArgs::options() in apps/). n_best is not
+  // used: a sentence gets its best hypothesis, as translate gives without --n-best.
+  ROSETTA_ARG(nn::SearchOptions, search) = nn::SearchOptions().beam(kDefaultBeam);
   // Source tokens per decoding batch (translate's --batch-tokens).
   ROSETTA_ARG(int64_t, batch_tokens) = 2048;
   // Decoders: threads that each decode one batch at a time (0: get_num_threads() of the thread
@@ -67,6 +66,11 @@ struct ServiceOptions {
   // How long a sentence may wait for a batch to fill before a decoder takes a batch that is not
   // full (across_requests only: a submission's own batches cannot fill more, so they are taken at once).
   ROSETTA_ARG(int, max_wait_ms) = 5;
+  // Fairness: a pending sentence that has waited this long leads the next batch, with the
+  // pending sentences closest to it in length, instead of the longest ones; so that a stream of
+  // longer sentences cannot keep a short one waiting behind it without end. (Below that age,
+  // batches take the longest first, as translate_lines sorts them: the least padding.)
+  ROSETTA_ARG(int, fair_after_ms) = 100;
   // Sentences pending at most (not yet taken by a decoder); a submit beyond it throws ServiceBusy.
   ROSETTA_ARG(int64_t, max_pending) = 8192;
   // false: batches never mix two submissions (each submit is decoded on its own, as a server
@@ -144,10 +148,10 @@ class TranslationService {
   // The decoders: an OpenMP team of `threads`, each running decoder_loop().
   void run_decoders(int threads);
   void decoder_loop();
-  // Under mutex_: drops the pending sentences of cancelled or failed submissions, then moves the
-  // next batch to `batch` (longest first) and returns true, or returns false with `wake_at` set
-  // where a partial batch becomes due, or unset where nothing is pending. Submissions left with
-  // nothing to wait for join `finished`.
+  // Under mutex_: drops the pending sentences of cancelled or failed submissions, then moves
+  // the next batch to `batch` (longest first, or led by the oldest: fair_after_ms) and returns
+  // true, or returns false with `wake_at` set where a partial batch becomes due, or unset
+  // where nothing is pending. Submissions left with nothing to wait for join `finished`.
   bool take_batch(std::vector<Item>& batch, Jobs& finished, std::optional<Clock::time_point>& wake_at);
   // The translations of `batch` (decoded outside mutex_; throws what decoding throws).
   std::vector<std::string> decode(const std::vector<Item>& batch) const;
