@@ -10,7 +10,8 @@
 // train       Trainer (thread replicas, MPI ranks) for any nn::Module, training checkpoints,
 //             metrics logs, the run lock, weight averaging, the memory budget
 // translator  the translator's configuration and training run, Translator (decoding), its
-//             validation by BLEU/chrF, memory plans, the sweep's bookkeeping
+//             validation by BLEU/chrF, memory plans, the sweep's bookkeeping, the batching
+//             TranslationService
 // report      the HTML run report and SVG charts
 //
 // Each layer's headers can also be included on their own (link the matching rosetta::<layer>).
@@ -48,6 +49,7 @@
 #include "rosetta/translator/memory_plan.h"
 #include "rosetta/translator/run.h"
 #include "rosetta/translator/run_data.h"
+#include "rosetta/translator/service.h"
 #include "rosetta/translator/sweep.h"
 #include "rosetta/translator/translator.h"
 
