@@ -56,10 +56,18 @@ inline void check_product(const Tensor& c, const Tensor& a, const Tensor& b, dou
 
 inline Tensor randn(Generator& g, const Shape& s) { return g.normal(s, 0.0, 1.0); }
 
-// True (with a note) where the CPU has no AVX512_BF16: the bf16 products cannot run.
+// The instructions the bf16 products need, as rosetta's messages name them.
+#if defined(__aarch64__)
+constexpr const char* kBf16Instructions = "BF16 (BFMMLA)";
+#else
+constexpr const char* kBf16Instructions = "AVX512_BF16";
+#endif
+
+// True (with a note) where the CPU has no bf16 dot products (AVX512_BF16; ARM64: BF16): the bf16
+// products cannot run.
 inline bool skipped_without_bf16() {
   if (bf16_supported()) return false;
-  WARN("skipped: this CPU has no AVX512_BF16 (" + cpu_isa_name() + ")");
+  WARN("skipped: this CPU has no " + std::string(kBf16Instructions) + " (" + cpu_isa_name() + ")");
   return true;
 }
 
