@@ -41,8 +41,8 @@ struct DecodeArgs {
 inline const std::vector<std::string> kPrecisionChoices{"fp32", "bf16", "int8", "auto"};
 inline constexpr const char* kPrecisionHelp =
     "matrix products: fp32, bf16 (bf16 operands, fp32 sums), int8 (decoding only: weights and activations "
-    "quantized to int8, exact int32 sums; needs AVX2 at least) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x "
-    "or more of its fp32 multiply-add rate, else fp32)";
+    "quantized to int8, exact int32 sums; needs AVX2, or ARM64's DotProd, at least) or auto (bf16 where the CPU's "
+    "bf16 products, AVX512_BF16, AMX or ARM64's BF16, run at 1.5x or more of its fp32 multiply-add rate, else fp32)";
 
 // Sets the precision of the command's matrix products. Where the CPU does not give what was asked
 // (bf16 absent, or slower than fp32), one line says so; under `auto`, the default, translate and

@@ -58,8 +58,12 @@ size_t fatal_signal_line(int sig, char* out, size_t size) {
   else line << " outside rosetta's own kernels";
   const char* in_use = kernels_in_use();
   line << "; the kernels in use: " << (in_use[0] ? in_use : "none chosen yet");
-  line << "; ROSETTA_AMX=0 keeps rosetta off the AMX tiles, --precision fp32 off its bf16 and int8 kernels;"
-          " please report this line with your CPU's model name (/proc/cpuinfo)\n";
+#if defined(__x86_64__)
+  line << "; ROSETTA_AMX=0 keeps rosetta off the AMX tiles, --precision fp32 off its bf16 and int8 kernels;";
+#else
+  line << "; --precision fp32 keeps rosetta off its bf16 and int8 kernels;";
+#endif
+  line << " please report this line with your CPU's model name (/proc/cpuinfo)\n";
   if (line.n > 0 && out[line.n - 1] != '\n') out[line.n - 1] = '\n';  // cut: still one line
   return line.n;
 }

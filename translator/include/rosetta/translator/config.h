@@ -146,7 +146,7 @@ struct TrainConfig {
   uint64_t seed = 1;
   int threads = 0;  // 0 = OMP default
   int replicas = 0;  // model replicas training shards of each batch, one per thread (0 = automatic)
-  // Of matrix products: fp32, bf16 or auto (bf16 where the CPU has fast AVX512_BF16: auto_precision).
+  // Of matrix products: fp32, bf16 or auto (bf16 where the CPU's bf16 products are fast: auto_precision).
   PrecisionChoice precision = PrecisionChoice::automatic;
   std::string memory_limit;  // e.g. 2G: the memory the run may use ("" = what is available, detected)
   int64_t validate_every = 200, save_every = 200, log_every = 50;
@@ -275,8 +275,9 @@ void TrainConfig::for_each_field(Self& c, F&& f) {
   f(c.replicas, C{"replicas", run, "model replicas, one per thread, each training a shard of every batch (0: one "
                                    "per thread for models whose GEMMs are too small for BLAS's threads, else 1)"});
   f(c.precision, C{"precision", run, "matrix products: fp32, bf16 (bf16 operands, fp32 sums; weights, optimizer, "
-                                     "softmax and layer norm stay fp32) or auto (bf16 where the CPU has AVX512_BF16 at 1.5x or more of its fp32 multiply-add rate); int8 is "
-                                     "for decoding (translate, eval)",
+                                     "softmax and layer norm stay fp32) or auto (bf16 where the CPU's bf16 products, AVX512_BF16, "
+                                     "AMX or ARM64's BF16, run at 1.5x or more of its fp32 multiply-add rate); int8 "
+                                     "is for decoding (translate, eval)",
                    {"fp32", "bf16", "auto"}});
   f(c.memory_limit, C{"memory_limit", run, "memory the run may use, e.g. 2G or 512M (default: what is available, "
                                            "from /proc/meminfo and the cgroup's limit); a larger plan is refused "
