@@ -1,7 +1,8 @@
 // Every GEMM micro-kernel this CPU can run, held to the plain reference GEMMs of
 // core/src/kernels/reference.h on the shape classes the model uses: fp32 by packed weights
-// (AVX-512, AVX2), bf16 (AVX512_BF16; AMX tiles where the CPU has them, and AMX modelled in plain
-// code wherever it has AVX512_BF16), int8 (AVX512_VNNI). Each kernel is named directly
+// (AVX-512, AVX2; ARM64: NEON), bf16 (AVX512_BF16; AMX tiles where the CPU has them, and AMX
+// modelled in plain code wherever it has AVX512_BF16; ARM64: BFMMLA), int8 (AMX-INT8, AVX512_VNNI, AVX-VNNI,
+// AVX2, and the models; ARM64: I8MM, DOTPROD). Each kernel is named directly
 // (dispatch.h: *_kernels_here()), so one process tests them all, whatever the environment chose.
 // The ops above them (matmul, the fused ops, the packed weights' scopes) are tested in
 // test_bf16*.cpp, test_int8.cpp and test_packed_f32.cpp.
@@ -17,6 +18,7 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -80,7 +82,7 @@ std::string where(const Mnk& s, int64_t i, int64_t j) {
 TEST_CASE("fp32 kernels on packed weights: every kernel against the reference, the same bits on each", "[kernels]") {
   const std::vector<const F32Kernel*> kernels = f32_kernels_here();
   if (kernels.empty()) {
-    WARN("skipped: no fp32 kernel runs here (no AVX2 and FMA)");
+    WARN("skipped: no fp32 kernel runs here (no AVX2 and FMA, no NEON): " + cpu_isa_name());
     return;
   }
   Generator g(3);
@@ -243,7 +245,7 @@ void check_relu_dropout(const Bf16Kernel& kernel, Generator& g, const Mnk& s) {
 TEST_CASE("bf16 kernels: every kernel and epilogue against the reference", "[kernels]") {
   const std::vector<const Bf16Kernel*> kernels = bf16_kernels_here();
   if (kernels.empty()) {
-    WARN("skipped: no bf16 kernel runs here (no AVX512_BF16)");
+    WARN("skipped: no bf16 kernel runs here (no AVX512_BF16; ARM64: no BF16): " + cpu_isa_name());
     return;
   }
   for (const Bf16Kernel* k : kernels) {
@@ -258,7 +260,7 @@ TEST_CASE("bf16 kernels: every kernel and epilogue against the reference", "[ker
 TEST_CASE("int8 kernels: bit for bit the reference's exact int32 sums, scaled back", "[kernels]") {
   const std::vector<const Int8Kernel*> kernels = int8_kernels_here();
   if (kernels.empty()) {
-    WARN("skipped: no int8 kernel runs here (no AVX2)");
+    WARN("skipped: no int8 kernel runs here (no AVX2; ARM64: no DOTPROD): " + cpu_isa_name());
     return;
   }
   Generator g(7);
@@ -334,12 +336,28 @@ TEST_CASE("the kernels' dispatch: one per precision, each among those this CPU r
   else CHECK(int8_kernels_here().empty());
   // The AMX model runs wherever AVX512_BF16 does, so the AMX path is tested on every CPU with bf16;
   // the int8 AMX and AVX-VNNI loops wherever AVX512_VNNI does, and the AVX2 kernel wherever AVX2.
-  if (!bf16_kernels_here().empty()) CHECK(among(&bf16_amx_model, bf16_kernels_here()));
+  if (bf16_avx512.runs_on(rosetta::cpu_features())) CHECK(among(&bf16_amx_model, bf16_kernels_here()));
   if (int8_avx512_vnni.runs_on(rosetta::cpu_features())) {
     CHECK(among(&int8_amx_model, int8_kernels_here()));
     CHECK(among(&int8_avx_vnni_model, int8_kernels_here()));
   }
   if (rosetta::cpu_features().avx2 && rosetta::cpu_features().fma) CHECK(among(&int8_avx2, int8_kernels_here()));
+  // ARM64: NEON's fp32 kernel on every Armv8-A CPU, SDOT's where DotProd is, SMMLA's where I8MM is,
+  // each chosen first where it runs (no other kernel of ARM64 is above it in its list).
+  const CpuFeatures& cpu = rosetta::cpu_features();
+  CHECK(among(&f32_neon, f32_kernels_here()) == cpu.neon);
+  CHECK(among(&int8_neon_dot, int8_kernels_here()) == (cpu.neon && cpu.dotprod));
+  CHECK(among(&int8_i8mm, int8_kernels_here()) == (cpu.neon && cpu.i8mm));
+  CHECK(among(&bf16_bfmmla, bf16_kernels_here()) == (cpu.neon && cpu.bf16));
+  if (cpu.neon) {
+    CHECK_THAT(cpu_isa_name(), Catch::StartsWith("NEON"));
+    if (!std::getenv("ROSETTA_PACKED_F32")) {
+      CHECK(f32_kernel() == &f32_neon);
+      CHECK(std::string(gemm_f32_packed_isa()) == "NEON");
+    }
+    if (!std::getenv("ROSETTA_INT8"))
+      CHECK(int8_kernel() == (cpu.i8mm ? &int8_i8mm : cpu.dotprod ? &int8_neon_dot : nullptr));
+  }
   CHECK(gemm_bf16_amx_modelled() == (bf16_kernel() == &bf16_amx_model));
   CHECK(std::string(gemm_f32_packed_isa()) == (f32_kernel() ? f32_kernel()->name : ""));
 }

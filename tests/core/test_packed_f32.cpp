@@ -1,4 +1,4 @@
-// fp32 products by weights packed once (core/src/kernels/f32*, decoding on AVX-512 or AVX2;
+// fp32 products by weights packed once (core/src/kernels/f32*, decoding on AVX-512, AVX2 or NEON;
 // ctest runs these again with ROSETTA_PACKED_F32=avx2, the AVX2 kernel on an AVX-512 CPU)
 // against float64: each element within fp32 summation of the exact product,
 // |c - ref| <= (K + 2) 2^-23 sum_k |a_ik b_kj| (+ the bias's rounding), on any number of threads.
@@ -27,15 +27,15 @@ std::vector<float> packed_linear(const Tensor& x, const Tensor& b, const Tensor&
 
 TEST_CASE("fp32 products by packed weights: decoding's shapes against float64, on any threads", "[packed]") {
   if (PackedWeightsScope::fp32_kernel_isa().empty()) {
-    WARN("skipped: no AVX2 and FMA (" + cpu_isa_name() + "): packed fp32 products use OpenBLAS");
+    WARN("skipped: no AVX2 and FMA, no NEON (" + cpu_isa_name() + "): packed fp32 products use OpenBLAS");
     return;
   }
   INFO("the " + PackedWeightsScope::fp32_kernel_isa() + " kernel");
   CHECK_THAT(kernels_summary(), Catch::Contains("fp32 decoding: rosetta " + PackedWeightsScope::fp32_kernel_isa() + " kernel"));
   const MatmulPrecisionScope fp32(Precision::fp32);
   Generator g(17);
-  // K past one 512 block (1100), tail panels of every height (AVX-512's 12 and 4 rows, AVX2's 6, 4
-  // and 2), odd N and K, a last sliver cut in either of its halves (5003, 37, 57).
+  // K past one 512 block (1100), tail panels of every height (AVX-512's 12 and 4 rows, AVX2's and
+  // NEON's 6, 4 and 2, NEON's 1), odd N and K, a last sliver cut in either of its halves (5003, 37, 57).
   const std::vector<std::array<int64_t, 3>> shapes{{4, 256, 256},   {1, 64, 64},  {13, 1024, 256}, {33, 256, 1100},
                                                    {128, 5003, 256}, {12, 37, 13}, {5, 48, 1},      {7, 57, 300}};
   const int threads = omp_get_max_threads();

@@ -94,7 +94,7 @@ ROSETTA_I8MM_TARGET void micro_kernel(int64_t octets, const int8_t* a, int64_t k
         const int32x4_t sums = vreinterpretq_s32_s64(half ? vzip2q_s64(x0, x1) : vzip1q_s64(x0, x1));
         float32x4_t x = vmulq_f32(vcvtq_f32_s32(sums), vmulq_f32(si, vld1q_f32(sb + 4 * v)));
         if (bias && n == NC) {
-          __asm__("" : "+w"(x));  // the product rounded before the bias is added, as on x86: no FMA contraction
+          __asm__("" : "+w"(x));  // rounded before the bias is added, as on x86: GCC cannot fuse the two
           x = vaddq_f32(x, vld1q_f32(bias + 4 * v));
         }
         vst1q_f32(out + 4 * v, x);

@@ -80,7 +80,7 @@ ROSETTA_SDOT_TARGET void micro_kernel(int64_t kq, const int8_t* a, int64_t kp, c
     for (int v = 0; v < 2; ++v) {
       float32x4_t x = vmulq_f32(vcvtq_f32_s32(acc[i][v]), vmulq_f32(si, vld1q_f32(sb + 4 * v)));
       if (bias && n == NC) {
-        __asm__("" : "+w"(x));  // the product rounded before the bias is added, as on x86: no FMA contraction
+        __asm__("" : "+w"(x));  // rounded before the bias is added, as on x86: GCC cannot fuse the two
         x = vaddq_f32(x, vld1q_f32(bias + 4 * v));
       }
       vst1q_f32(r + 4 * v, x);
