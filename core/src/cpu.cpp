@@ -155,8 +155,8 @@ CpuFeatures read_cpu() { return {}; }
 
 // The instructions each precision's kernels need at least, as messages name them.
 #if defined(__aarch64__)
-constexpr const char* kBf16Needs = "BF16 (BFMMLA)";
-constexpr const char* kInt8Needs = "DOTPROD (SDOT) at least";
+constexpr const char* kBf16Needs = "BFMMLA";
+constexpr const char* kInt8Needs = "DOTPROD at least";
 constexpr const char* kF32Needs = "NEON";
 constexpr bool kX86 = false;
 #else

@@ -22,7 +22,7 @@ namespace {
 
 // What the messages say an int8 kernel needs at least (cpu.cpp).
 #if defined(__aarch64__)
-constexpr const char* kInt8Needs = "DOTPROD (SDOT) at least";
+constexpr const char* kInt8Needs = "DOTPROD at least";
 #else
 constexpr const char* kInt8Needs = "AVX2 at least";
 #endif

@@ -19,6 +19,9 @@
 //   products of activations by weights while decoding (inside a PackedWeightsScope): each weight
 //   column quantized to int8 once, each activation row as the product runs, sums exact in int32,
 //   results fp32 (int8_kernel_name() names the kernel).
+// On ARM64 (aarch64): fp32 is OpenBLAS's too; rosetta's own kernels are NEON's for fp32 by packed
+// weights (every Armv8-A CPU), SMMLA (I8MM) or SDOT (DotProd) for int8, signed by signed with no
+// shift, and BFMMLA (BF16) for bf16. The messages below name each architecture's instructions.
 #pragma once
 
 #include <string>
@@ -137,12 +140,13 @@ constexpr EnumNames<PrecisionChoice, 4> enum_names(PrecisionChoice) {
 inline const char* precision_choice_name(PrecisionChoice p) { return enum_name(p); }
 inline PrecisionChoice parse_precision_choice(const std::string& s) { return parse_enum<PrecisionChoice>(s); }
 
-// True when one of rosetta's int8 kernels runs on this CPU (AVX2 at least).
+// True when one of rosetta's int8 kernels runs on this CPU (AVX2 at least; ARM64: DotProd at least).
 bool int8_supported();
-// The int8 kernel decoding runs on here ("AMX-INT8", "AVX512_VNNI", "AVX-VNNI", "AVX2"), "" where none.
+// The int8 kernel decoding runs on here ("AMX-INT8", "AVX512_VNNI", "AVX-VNNI", "AVX2"; ARM64: "I8MM",
+// "DOTPROD"), "" where none.
 const char* int8_kernel_name();
 
-// True when the CPU has native bf16 dot products (AVX512_BF16) that rosetta's kernels use.
+// True when the CPU has native bf16 dot products (AVX512_BF16; ARM64: BFMMLA) that rosetta's kernels use.
 bool bf16_supported();
 // True when the bf16 products run on AMX tiles: bf16_supported(), AMX-TILE and AMX-BF16, the OS
 // grants this process the tile state (Linux 5.16+), and ROSETTA_AMX is not "0" or "off" in the
