@@ -58,12 +58,12 @@ inline Tensor randn(Generator& g, const Shape& s) { return g.normal(s, 0.0, 1.0)
 
 // The instructions the bf16 products need, as rosetta's messages name them.
 #if defined(__aarch64__)
-constexpr const char* kBf16Instructions = "BF16 (BFMMLA)";
+constexpr const char* kBf16Instructions = "BFMMLA";
 #else
 constexpr const char* kBf16Instructions = "AVX512_BF16";
 #endif
 
-// True (with a note) where the CPU has no bf16 dot products (AVX512_BF16; ARM64: BF16): the bf16
+// True (with a note) where the CPU has no bf16 dot products (AVX512_BF16; ARM64: BFMMLA): the bf16
 // products cannot run.
 inline bool skipped_without_bf16() {
   if (bf16_supported()) return false;
