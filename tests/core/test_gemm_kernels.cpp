@@ -361,3 +361,53 @@ TEST_CASE("the kernels' dispatch: one per precision, each among those this CPU r
   CHECK(gemm_bf16_amx_modelled() == (bf16_kernel() == &bf16_amx_model));
   CHECK(std::string(gemm_f32_packed_isa()) == (f32_kernel() ? f32_kernel()->name : ""));
 }
+
+namespace {
+
+// Values in [-1, 1) from integer arithmetic alone (no libm), so the same on every architecture.
+std::vector<float> lcg_values(int64_t n, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    x = float(int32_t(seed >> 32)) * 0x1p-31f;
+  }
+  return v;
+}
+
+// FNV-1a of the values' bits.
+uint64_t bits_hash(const std::vector<float>& c) {
+  uint64_t h = 1469598103934665603ull;
+  for (const float x : c)
+    for (int b = 0; b < 4; ++b) h = (h ^ ((std::bit_cast<uint32_t>(x) >> (8 * b)) & 0xFF)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("fp32 and int8 kernels give the same bits on every architecture", "[kernels]") {
+  // Every fp32 kernel sums each element in one order (f32_kernel.h) and every int8 kernel sums
+  // exactly, scaling back with the same fp32 operations (int8_kernel.h), so a product's bits are
+  // a property of its inputs, not of the CPU: the hashes below are those of the x86-64 kernels
+  // (AVX-512, AVX2; AVX512_VNNI, AVX-VNNI, the AMX model), which ARM64's (NEON; I8MM, DOTPROD)
+  // must give too. A change to the order of the sums changes them on every architecture at once.
+  const int64_t M = 37, N = 333, K = 1100;  // a tail of rows, of columns and of k, over a block of k
+  const std::vector<float> a = lcg_values(M * K, 1), b = lcg_values(N * K, 2), bias = lcg_values(N, 3);
+  std::vector<float> c(size_t(M * N));
+  PackedBF32 packed;
+  pack_b_f32(true, K, N, b.data(), K, packed);
+  for (const F32Kernel* k : f32_kernels_here()) {
+    INFO(k->name << " kernel");
+    gemm_f32_packed(M, a.data(), K, packed, c.data(), N, 2, bias.data(), k);
+    CHECK(bits_hash(c) == 0x3e13302bcccbc865ull);
+  }
+  PackedBInt8 packed8;
+  pack_b_int8(true, K, N, b.data(), K, packed8, 127);
+  for (const Int8Kernel* k : int8_kernels_here()) {
+    if (k->w_max != 127) continue;  // AVX2's 7-bit weights are another product
+    INFO(k->name << " kernel");
+    gemm_int8_packed(M, a.data(), K, packed8, c.data(), N, 2, nullptr, k);
+    CHECK(bits_hash(c) == 0x4491ccd7a8e1b772ull);
+    gemm_int8_packed(M, a.data(), K, packed8, c.data(), N, 2, bias.data(), k);
+    CHECK(bits_hash(c) == 0x26f80f5596db456bull);
+  }
+}
