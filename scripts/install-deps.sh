@@ -9,9 +9,16 @@ packages=(g++ cmake make pkg-config libopenblas-openmp-dev libcli11-dev libspdlo
 # --test (scripts/run-tests.sh): also chromium, in which the rosetta report tests render their
 # pages headless (without it they print a message and skip that part), clang-tidy-14, the lint of
 # dangling references (scripts/lint.sh), and clang-14, libclang-rt-14-dev and libomp-14-dev, the
-# libFuzzer targets (scripts/ci-extra.sh). README command (1) needs none of them.
+# libFuzzer targets (scripts/ci-extra.sh); on x86-64, g++-aarch64-linux-gnu and qemu-user, the
+# aarch64 cross-build and its tests under emulation (scripts/test-aarch64.sh; its arm64 libraries
+# go into a sysroot of its own, scripts/aarch64-sysroot.sh, not onto this system). README command
+# (1) needs none of them. Every package here exists in Debian 12 for amd64 and arm64 alike: on an
+# aarch64 machine the same names install natively (the native build is the ARM test there).
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(chromium clang-tidy-14 clang-14 libclang-rt-14-dev libomp-14-dev)
+  if [[ "$(uname -m)" == "x86_64" ]]; then
+    packages+=(g++-aarch64-linux-gnu qemu-user)
+  fi
 fi
 missing=()
 for p in "${packages[@]}"; do
