@@ -28,6 +28,7 @@ steps=("$@")
 jobs=${JOBS:-$(nproc)}
 build=${AARCH64_BUILD_DIR:-build-aarch64}
 sysroot=${AARCH64_SYSROOT:-build-aarch64-sysroot}
+[[ $sysroot == /* ]] || sysroot=$root/$sysroot
 native=${BUILD_DIR:-build}
 read -r -a cpus <<<"${AARCH64_CPUS:-cortex-a53 max}"
 
@@ -53,7 +54,7 @@ done
 
 build_step() {
   timed "configure" cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
-    -DROSETTA_AARCH64_SYSROOT="$root/$sysroot" -DCMAKE_BUILD_TYPE=Release -DROSETTA_MPI=OFF \
+    -DROSETTA_AARCH64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release -DROSETTA_MPI=OFF \
     -DROSETTA_BUILD_TESTS=ON >/dev/null
   # Every target but test_apps (tests/aarch64-skip.txt says why).
   local targets=(rosetta_exe kernel_check_probe start_probe)
