@@ -262,7 +262,7 @@ TEST_CASE("a cancelled submission's pending sentences are dropped, and its callb
   CHECK(stats.batches == 1);
 }
 
-TEST_CASE("a sentence that has waited fair_after_ms leads the next batch; before that, the longest go first",
+TEST_CASE("a sentence that has waited fair_after_ms leads the next batch, before that the longest go first",
           "[service]") {
   const auto t = copy_model();
   const std::string short_one = "1", long_one = "1 2 3 4 5 6 7 8 9 0";
