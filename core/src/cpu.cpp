@@ -319,11 +319,22 @@ std::string kernels_summary() {
 }
 
 std::string kernels_line(int roof_n) {
-  const double bf16 = measure_bf16_gemm_gflops(roof_n);
+  // The roofs' products grow from 128 to roof_n, stopping where one takes 20 ms: on a slow CPU
+  // (or under emulation, where a 1024^3 product takes seconds) the line costs ~0.1 s, not minutes.
+  int n = std::min(128, roof_n);
+  while (n < roof_n) {
+    std::vector<float> a(size_t(n) * n, 1.0f), c(size_t(n) * n);
+    const double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a.data(), n, a.data(), n, 0.0f, c.data(), n);
+    if (now_s() - t0 >= 0.02) break;
+    n = std::min(2 * n, roof_n);
+  }
+  const double bf16 = measure_bf16_gemm_gflops(n);
   std::string roofs = bf16 > 0 ? "roofs on " : "roof on ";
   const int threads = omp_get_max_threads();
-  roofs += std::to_string(threads) + (threads == 1 ? " thread: sgemm " : " threads: sgemm ") +
-           std::to_string(std::lround(measure_sgemm_gflops(roof_n))) + " GFLOP/s";
+  roofs += std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+           (n < roof_n ? " (" + std::to_string(n) + "^3 products)" : std::string()) + ": sgemm " +
+           std::to_string(std::lround(measure_sgemm_gflops(n))) + " GFLOP/s";
   if (bf16 > 0) roofs += ", bf16 " + std::to_string(std::lround(bf16)) + " GFLOP/s";
   return "kernels: " + kernels_summary() + "; matrix products in " + precision_name(matmul_precision()) + "; " + roofs;
 }

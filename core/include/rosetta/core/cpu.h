@@ -107,7 +107,10 @@ std::vector<std::string> kernel_check_warnings();
 std::string kernels_summary();
 // "kernels: " + kernels_summary(), the precision of matrix products now, and the roofs measured
 // on the current threads with n x n products, e.g. "...; matrix products in bf16; roofs on 2
-// threads: sgemm 195 GFLOP/s, bf16 398 GFLOP/s". For logs; takes ~0.1 s at n 1024.
+// threads: sgemm 195 GFLOP/s, bf16 398 GFLOP/s". For logs; takes ~0.1 s at n 1024. Where a
+// product of n 1024 would take long (a slow CPU, emulation), the roofs are measured on the
+// smallest power of two from 128 whose product takes 20 ms, and the line names it ("(256^3
+// products)").
 std::string kernels_line(int roof_n = 1024);
 // Empty when the running OpenBLAS core suits the CPU; else a warning that names the fix
 // (OPENBLAS_CORETYPE=<core>, or rosetta::start, which takes the better core itself: start.h).
