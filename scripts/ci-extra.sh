@@ -29,20 +29,8 @@ asan_build=${ASAN_BUILD_DIR:-build-asan}
 fuzz_build=${FUZZ_BUILD_DIR:-build-fuzz}
 fuzz_seconds=${FUZZ_SECONDS:-60}
 
-timings=()
-t_start=$SECONDS
-timed() {  # timed NAME CMD...: runs CMD, records how long it took
-  local name=$1 t0=$SECONDS
-  shift
-  "$@"
-  timings+=("$(printf '%-28s %5ds' "$name" $((SECONDS - t0)))")
-}
-report() {
-  echo "ci-extra: timings"
-  for t in "${timings[@]}"; do echo "  $t"; done
-  echo "  $(printf '%-28s %5ds' total $((SECONDS - t_start)))"
-}
-trap report EXIT
+timings_title=ci-extra timings_width=28
+source scripts/step-timings.sh
 
 # Sanitizer settings for everything run below: any report fails the process, with a stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1}
@@ -96,7 +84,7 @@ fuzz() {
       failed=1
     fi
   done
-  timings+=("$(printf '%-28s %5ds' "fuzz: run (${#targets[@]} in parallel)" $((SECONDS - t0)))")
+  record "fuzz: run (${#targets[@]} in parallel)" "$t0"
   [[ $failed -eq 0 ]] || exit 1
 }
 

@@ -32,20 +32,8 @@ sysroot=${AARCH64_SYSROOT:-build-aarch64-sysroot}
 native=${BUILD_DIR:-build}
 read -r -a cpus <<<"${AARCH64_CPUS:-cortex-a53 max}"
 
-timings=()
-t_start=$SECONDS
-timed() {  # timed NAME CMD...: runs CMD, records how long it took
-  local name=$1 t0=$SECONDS
-  shift
-  "$@"
-  timings+=("$(printf '%-34s %5ds' "$name" $((SECONDS - t0)))")
-}
-report() {
-  echo "test-aarch64: timings"
-  for t in "${timings[@]}"; do echo "  $t"; done
-  echo "  $(printf '%-34s %5ds' total $((SECONDS - t_start)))"
-}
-trap report EXIT
+timings_title=test-aarch64 timings_width=34
+source scripts/step-timings.sh
 
 for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
   command -v $tool >/dev/null ||
@@ -118,7 +106,7 @@ ctest_step() {
   done
   echo "test-aarch64: left out by tests/aarch64-skip.txt:"
   grep -v -e '^#' -e '^$' tests/aarch64-skip.txt | sed 's/^/  /'
-  timings+=("$(printf '%-34s %5ds' "ctest (${cpus[*]}, side by side)" $((SECONDS - t0)))")
+  record "ctest (${cpus[*]}, side by side)" "$t0"
   [[ $failed -eq 0 ]] || exit 1
 }
 
